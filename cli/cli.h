@@ -1,0 +1,28 @@
+/* cli/cli.h — shared by the command files of cli/. Only cli/ prints and
+ * maps errors to exit codes. */
+#ifndef FERRY_CLI_H
+#define FERRY_CLI_H
+
+#include "../lib/lib.h"
+
+/* Exit codes, documented in docs/ferry.8. */
+enum {
+	EXIT_OK = 0,
+	EXIT_FAIL = 1,    /* the command ran and failed; nothing changed */
+	EXIT_USAGE = 2,   /* bad command line syntax */
+	EXIT_PARTIAL = 3, /* done, but some input was skipped (warned about) */
+};
+
+/* A command: argv[0] is the command name (e.g. "dump"); returns an exit code. */
+typedef int (*cli_fn)(int argc, char **argv);
+
+/* Prints "ferry: <msg>" (one line) and returns EXIT_USAGE. */
+int cli_usage(const char *fmt, ...) FERRY_PRINTF(1, 2);
+/* Prints "ferry: <msg>: <detail of r>" (one line) and returns EXIT_FAIL. */
+int cli_fail(int r, const char *fmt, ...) FERRY_PRINTF(2, 3);
+/* Prints "ferry: warning: <msg>" (one line). */
+void cli_warn(const char *fmt, ...) FERRY_PRINTF(1, 2);
+
+int cmd_dump(int argc, char **argv);
+
+#endif

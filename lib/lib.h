@@ -1,0 +1,178 @@
+/* lib/lib.h — the one public header of lib/: errors, bounded buffers,
+ * checked arithmetic, little-endian helpers, hashing, fd I/O, crash-safe
+ * writes and the worker pool. Library code never prints and never exits;
+ * every fallible function returns 0 or a negative FERR_* code. */
+#ifndef FERRY_LIB_H
+#define FERRY_LIB_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define FERRY_WUR __attribute__((warn_unused_result))
+#define FERRY_PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+/* ---- errors ------------------------------------------------------------
+ * One vocabulary. Codes are positive in the enum and returned negated. */
+#define FERRY_ERRORS(X)                                              \
+	X(NOMEM, "out of memory")                                    \
+	X(INVAL, "invalid argument")                                 \
+	X(IO, "I/O error")                                           \
+	X(CORRUPT, "corrupt data")                                   \
+	X(TRUNCATED, "truncated input")                              \
+	X(UNSUPPORTED, "unsupported feature")                        \
+	X(OVERFLOW, "size overflow")                                 \
+	X(LIMIT, "limit exceeded")                                   \
+	X(NOENT, "does not exist")                                   \
+	X(EXISTS, "already exists")                                  \
+	X(BUSY, "busy")                                              \
+	X(NOSPC, "out of space")                                     \
+	X(PERM, "permission denied")                                 \
+	X(CATALOG, "catalogue error")                                \
+	X(VERSION, "unsupported format version")                     \
+	X(NAME, "invalid name")                                      \
+	X(PROP, "invalid property")                                  \
+	X(NOTEMPTY, "not empty")                                     \
+	X(NOSPACE_DST, "output does not fit")                        \
+	X(PARTIAL, "completed with warnings")
+
+enum ferry_errcode {
+	FERR_OK = 0,
+#define FERRY_X(name, text) FERR_##name,
+	FERRY_ERRORS(FERRY_X)
+#undef FERRY_X
+	FERR__COUNT
+};
+
+/* The fixed text of code r (negative or positive); never NULL. */
+const char *ferry_strerror(int r);
+
+/* Records a detail message for the current thread and returns -code.
+ * Use as: return ferry_err(FERR_IO, "cannot open '%s': %s", p, strerror(e)); */
+int ferry_err(int code, const char *fmt, ...) FERRY_PRINTF(2, 3);
+int ferry_verr(int code, const char *fmt, va_list ap);
+
+/* Maps an errno value to a FERR_* code (positive). */
+int ferry_errno_code(int e);
+
+/* Records "<what>: strerror(e)" for errno e; returns the mapped negative code. */
+int ferry_err_errno(int e, const char *fmt, ...) FERRY_PRINTF(2, 3);
+
+/* The current thread's detail message for code r: the recorded detail if one
+ * was set since the last ferry_err_clear(), else ferry_strerror(r). The
+ * pointer is valid until the next ferry_err* call on this thread. */
+const char *ferry_errmsg(int r);
+void ferry_err_clear(void);
+
+/* ---- checked arithmetic: 0 on success, -FERR_OVERFLOW on overflow;
+ * *out written only on success. */
+int sz_add(size_t a, size_t b, size_t *out) FERRY_WUR;
+int sz_mul(size_t a, size_t b, size_t *out) FERRY_WUR;
+int u64_add(uint64_t a, uint64_t b, uint64_t *out) FERRY_WUR;
+int u64_mul(uint64_t a, uint64_t b, uint64_t *out) FERRY_WUR;
+
+/* ---- little-endian wire helpers (never cast structs onto bytes) ----- */
+static inline void put_le16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static inline void put_le32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
+static inline void put_le64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i)); }
+static inline uint16_t get_le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint32_t get_le32(const uint8_t *p) { uint32_t v = 0; for (int i = 3; i >= 0; i--) v = (v << 8) | p[i]; return v; }
+static inline uint64_t get_le64(const uint8_t *p) { uint64_t v = 0; for (int i = 7; i >= 0; i--) v = (v << 8) | p[i]; return v; }
+
+/* ---- bounded buffer ----------------------------------------------------
+ * Grows on demand up to max bytes; any growth past max fails with
+ * -FERR_LIMIT and leaves the buffer unchanged. Embedded: init/release. */
+struct fbuf {
+	uint8_t *data;
+	size_t len;
+	size_t cap;
+	size_t max;
+};
+void fbuf_init(struct fbuf *b, size_t max);
+void fbuf_release(struct fbuf *b);              /* frees data; b reusable after fbuf_init */
+void fbuf_reset(struct fbuf *b);                /* len = 0, keeps memory */
+int fbuf_reserve(struct fbuf *b, size_t extra) FERRY_WUR; /* room for len+extra */
+int fbuf_append(struct fbuf *b, const void *p, size_t n) FERRY_WUR;
+int fbuf_putc(struct fbuf *b, uint8_t c) FERRY_WUR;
+int fbuf_printf(struct fbuf *b, const char *fmt, ...) FERRY_PRINTF(2, 3) FERRY_WUR; /* keeps a NUL after len */
+int fbuf_put_le16(struct fbuf *b, uint16_t v) FERRY_WUR;
+int fbuf_put_le32(struct fbuf *b, uint32_t v) FERRY_WUR;
+int fbuf_put_le64(struct fbuf *b, uint64_t v) FERRY_WUR;
+/* Ownership of the bytes leaves through detach; b is then empty. */
+uint8_t *fbuf_detach(struct fbuf *b, size_t *len);
+
+/* ---- hashing: BLAKE2b-256 through libsodium ------------------------- */
+#define FERRY_HASH_LEN 32
+#define FERRY_HASH_HEX (2 * FERRY_HASH_LEN + 1)
+/* Initialises libsodium; call once before hashing. Thread-safe, idempotent. */
+int ferry_lib_init(void) FERRY_WUR;
+void hash_blake2b(uint8_t out[FERRY_HASH_LEN], const void *p, size_t n);
+struct hash_state {
+	_Alignas(64) uint8_t opaque[384]; /* holds a crypto_generichash_state */
+};
+void hash_init(struct hash_state *h);
+void hash_update(struct hash_state *h, const void *p, size_t n);
+void hash_final(struct hash_state *h, uint8_t out[FERRY_HASH_LEN]);
+void hash_to_hex(const uint8_t h[FERRY_HASH_LEN], char out[FERRY_HASH_HEX]);
+int hash_from_hex(const char *hex, uint8_t out[FERRY_HASH_LEN]) FERRY_WUR;
+/* Constant-time comparison: 0 when equal. */
+int ferry_memcmp_ct(const void *a, const void *b, size_t n);
+/* Cryptographically random bytes / a random nonzero 64-bit id. */
+void ferry_random(void *p, size_t n);
+uint64_t ferry_random_guid(void);
+
+/* ---- fd I/O ------------------------------------------------------------
+ * All retry on EINTR and short transfers. */
+/* Reads up to n bytes; *got < n only at end of file. */
+int io_read_full(int fd, void *buf, size_t n, size_t *got) FERRY_WUR;
+int io_write_full(int fd, const void *buf, size_t n) FERRY_WUR;
+int io_pread_full(int fd, void *buf, size_t n, off_t off, size_t *got) FERRY_WUR;
+int io_pwrite_full(int fd, const void *buf, size_t n, off_t off) FERRY_WUR;
+int io_fsync_dir(const char *dir) FERRY_WUR;
+int io_fsync_dirfd(int dirfd) FERRY_WUR;
+/* Crash-safe replace of dir/name: temp file O_CREAT|O_EXCL|O_CLOEXEC in dir,
+ * write, fsync, rename over name, fsync dir. On failure the old file is
+ * untouched and the temp file removed. */
+int io_write_file_atomic(const char *dir, const char *name, const void *data,
+			 size_t len, mode_t mode) FERRY_WUR;
+/* Reads a whole small file (at most max bytes, else -FERR_LIMIT) into a
+ * malloc'd NUL-terminated buffer the caller frees. */
+int io_read_file(const char *path, size_t max, char **out, size_t *len) FERRY_WUR;
+/* mkdir -p with mode; existing directories are fine. */
+int io_mkdirs(const char *path, mode_t mode) FERRY_WUR;
+
+/* ---- worker pool with ordered output ------------------------------------
+ * Jobs are submitted in order, run on nthreads workers, and collected in
+ * submission order. At most max_inflight jobs are submitted-but-uncollected,
+ * which bounds memory. The pool never owns jobs: the caller allocates them
+ * and gets each one back from workq_collect. */
+struct workq;
+typedef int (*workq_fn)(void *job, void *ctx);
+/* nthreads 0 means one per online CPU. */
+int workq_new(struct workq **out, unsigned nthreads, unsigned max_inflight,
+	      workq_fn fn, void *ctx) FERRY_WUR;
+/* Queues job. Returns -FERR_BUSY without queueing when max_inflight jobs
+ * are uncollected: collect first. */
+int workq_submit(struct workq *q, void *job) FERRY_WUR;
+/* Blocks until the oldest uncollected job is done. Returns 1 and sets *job
+ * and *result (fn's return value) then; returns 0 when nothing is pending. */
+int workq_collect(struct workq *q, void **job, int *result) FERRY_WUR;
+unsigned workq_pending(const struct workq *q);
+unsigned workq_threads(const struct workq *q);
+/* Waits for running jobs, then frees the pool. Uncollected jobs are dropped
+ * (not freed: they belong to the caller). NULL is a no-op. */
+void workq_free(struct workq *q);
+
+/* ---- misc ---------------------------------------------------------------- */
+/* Parses a size like "128K", "1M", "4096", "1.5G" (powers of 1024) into
+ * bytes. -FERR_INVAL on garbage, -FERR_OVERFLOW past UINT64_MAX. */
+int parse_size(const char *s, uint64_t *out) FERRY_WUR;
+/* Formats like zfs_nicenum: "0", "512", "128K", "1.50M"; with bytes_suffix
+ * values under 1024 get a "B" ("0B", "512B"). buf should hold 16 bytes. */
+void format_nicenum(uint64_t v, char *buf, size_t n, int bytes_suffix);
+/* Current wall-clock time in seconds and nanoseconds. */
+uint64_t ferry_now_ns(void);
+
+#include "banned.h"
+#endif
