@@ -1,0 +1,184 @@
+/* store/catalog.c — the SQLite catalogue: opening in WAL mode, the schema,
+ * pool metadata, transactions. SQLite gives the crash safety; data files are
+ * made durable before the transaction that names them commits. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+int cat_err(struct store_pool *p, const char *what)
+{
+	int code = sqlite3_extended_errcode(p->db) & 0xff;
+	int fe = FERR_CATALOG;
+	if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
+		fe = FERR_BUSY;
+	else if (code == SQLITE_FULL)
+		fe = FERR_NOSPC;
+	else if (code == SQLITE_IOERR)
+		fe = FERR_IO;
+	else if (code == SQLITE_NOMEM)
+		fe = FERR_NOMEM;
+	else if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
+		fe = FERR_CORRUPT;
+	else if (code == SQLITE_READONLY || code == SQLITE_PERM || code == SQLITE_CANTOPEN)
+		fe = FERR_PERM;
+	return ferry_err(fe, "%s: catalogue: %s", what, sqlite3_errmsg(p->db));
+}
+
+int cat_exec(struct store_pool *p, const char *sql)
+{
+	char *msg = NULL;
+	if (sqlite3_exec(p->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		int r = cat_err(p, "catalogue");
+		sqlite3_free(msg);
+		return r;
+	}
+	return 0;
+}
+
+int cat_prepare(struct store_pool *p, const char *sql, sqlite3_stmt **st)
+{
+	if (sqlite3_prepare_v2(p->db, sql, -1, st, NULL) != SQLITE_OK)
+		return cat_err(p, "catalogue query");
+	return 0;
+}
+
+static const char schema[] =
+	"CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+	"CREATE TABLE datasets("
+	"  id INTEGER PRIMARY KEY,"
+	"  parent_id INTEGER REFERENCES datasets(id),"
+	"  name TEXT NOT NULL UNIQUE," /* inside the pool; '' is the root */
+	"  type INTEGER NOT NULL,"
+	"  guid INTEGER NOT NULL,"
+	"  creation INTEGER NOT NULL,"
+	"  createtxg INTEGER NOT NULL);"
+	"CREATE INDEX datasets_parent ON datasets(parent_id);"
+	"CREATE TABLE props("
+	"  ds_id INTEGER NOT NULL REFERENCES datasets(id) ON DELETE CASCADE,"
+	"  name TEXT NOT NULL,"
+	"  value TEXT NOT NULL,"
+	"  source INTEGER NOT NULL," /* enum store_prop_source: local or received */
+	"  PRIMARY KEY(ds_id, name, source));";
+
+int cat_schema_create(struct store_pool *p)
+{
+	return cat_exec(p, schema);
+}
+
+int cat_open(struct store_pool *p, int create)
+{
+	char file[PATH_MAX + 32];
+	int r;
+	snprintf(file, sizeof file, "%s/%s", p->path, STORE_CATALOG);
+	int fl = (p->flags & STORE_OPEN_RDONLY) ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
+	if (create)
+		fl |= SQLITE_OPEN_CREATE;
+	if (sqlite3_open_v2(file, &p->db, fl | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		r = p->db ? ferry_err(FERR_CATALOG, "cannot open catalogue '%s': %s", file,
+				      sqlite3_errmsg(p->db))
+			  : ferry_err(FERR_NOMEM, "cannot open catalogue '%s'", file);
+		return r;
+	}
+	sqlite3_busy_timeout(p->db, 30000);
+	sqlite3_extended_result_codes(p->db, 1);
+	if (!(p->flags & STORE_OPEN_RDONLY) &&
+	    (r = cat_exec(p, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;")) < 0)
+		return r;
+	return cat_exec(p, "PRAGMA foreign_keys=ON;");
+}
+
+int cat_meta_get(struct store_pool *p, const char *key, char *buf, size_t n)
+{
+	sqlite3_stmt *st = NULL;
+	int r = cat_prepare(p, "SELECT value FROM meta WHERE key = ?", &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	int s = sqlite3_step(st);
+	if (s == SQLITE_ROW) {
+		const char *v = (const char *)sqlite3_column_text(st, 0);
+		snprintf(buf, n, "%s", v ? v : "");
+		r = 0;
+	} else if (s == SQLITE_DONE) {
+		r = ferry_err(FERR_NOENT, "catalogue has no '%s'", key);
+	} else {
+		r = cat_err(p, "reading pool metadata");
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+int cat_meta_set(struct store_pool *p, const char *key, const char *value)
+{
+	sqlite3_stmt *st = NULL;
+	int r = cat_prepare(p, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+	r = sqlite3_step(st) == SQLITE_DONE ? 0 : cat_err(p, "writing pool metadata");
+	sqlite3_finalize(st);
+	return r;
+}
+
+int cat_next_txg(struct store_pool *p, uint64_t *txg)
+{
+	char buf[32];
+	int r = cat_meta_get(p, "txg", buf, sizeof buf);
+	if (r < 0)
+		return r;
+	uint64_t t = strtoull(buf, NULL, 10) + 1;
+	snprintf(buf, sizeof buf, "%llu", (unsigned long long)t);
+	if ((r = cat_meta_set(p, "txg", buf)) < 0)
+		return r;
+	*txg = t;
+	return 0;
+}
+
+int store_tx_begin(struct store_pool *p)
+{
+	if (p->flags & STORE_OPEN_RDONLY)
+		return ferry_err(FERR_PERM, "pool '%s' is open read-only", p->name);
+	if (p->tx_depth++ > 0)
+		return 0;
+	p->tx_failed = 0;
+	int r = cat_exec(p, "BEGIN IMMEDIATE");
+	if (r < 0)
+		p->tx_depth = 0;
+	return r;
+}
+
+int store_tx_commit(struct store_pool *p)
+{
+	if (p->tx_depth <= 0)
+		return ferry_err(FERR_INVAL, "commit without a transaction");
+	if (--p->tx_depth > 0)
+		return 0;
+	if (p->tx_failed) {
+		if (cat_exec(p, "ROLLBACK") < 0) { /* the error below says it all */ }
+		return ferry_err(FERR_CATALOG, "transaction aborted by an earlier error");
+	}
+	int r = cat_exec(p, "COMMIT");
+	if (r < 0) {
+		char msg[512];
+		snprintf(msg, sizeof msg, "%s", ferry_errmsg(r));
+		if (cat_exec(p, "ROLLBACK") < 0) { /* already rolled back by SQLite */ }
+		return ferry_err(-r, "%s", msg);
+	}
+	return 0;
+}
+
+void store_tx_rollback(struct store_pool *p)
+{
+	if (p->tx_depth <= 0)
+		return;
+	if (--p->tx_depth > 0) {
+		p->tx_failed = 1; /* the outermost commit will roll back */
+		return;
+	}
+	if (cat_exec(p, "ROLLBACK") < 0) { /* nothing more to undo */ }
+}

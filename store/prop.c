@@ -1,0 +1,502 @@
+/* store/prop.c — native and user properties with zfs semantics: a value is
+ * local, received, inherited from the nearest ancestor that has one, or the
+ * default; read-only figures have no source. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <time.h>
+
+#include "internal.h"
+
+enum prop_kind { PK_CODEC, PK_RECSIZE, PK_VOLSIZE, PK_VOLBLOCK, PK_PATH, PK_RO };
+enum { T_FS = 1 << STORE_DS_FILESYSTEM, T_VOL = 1 << STORE_DS_VOLUME, T_SNAP = 1 << STORE_DS_SNAPSHOT };
+enum { SET_NO, SET_YES, SET_CREATE };
+
+struct prop_def {
+	const char *name;
+	enum prop_kind kind;
+	int types;
+	int settable;
+	int inherit;
+	int in_all;
+	const char *def;
+};
+
+/* In `get all` order, as zfs lists them. */
+static const struct prop_def props_table[] = {
+	{"type", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
+	{"creation", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
+	{"used", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
+	{"available", PK_RO, T_FS | T_VOL, SET_NO, 0, 1, NULL},
+	{"referenced", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
+	{"compressratio", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
+	{"recordsize", PK_RECSIZE, T_FS, SET_YES, 1, 1, "131072"},
+	{"volsize", PK_VOLSIZE, T_VOL, SET_YES, 0, 1, NULL},
+	{"volblocksize", PK_VOLBLOCK, T_VOL, SET_CREATE, 0, 1, "16384"},
+	{"compression", PK_CODEC, T_FS | T_VOL, SET_YES, 1, 1, "on"},
+	{"source", PK_PATH, T_FS, SET_YES, 0, 1, "none"},
+	{"guid", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
+	{"createtxg", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
+	{"usedbysnapshots", PK_RO, T_FS | T_VOL, SET_NO, 0, 1, NULL},
+	{"refcompressratio", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
+	{"written", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
+	{"logicalused", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
+	{"logicalreferenced", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
+	{"name", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 0, NULL},
+};
+#define NPROPS (sizeof props_table / sizeof props_table[0])
+
+static const struct prop_def *prop_find(const char *name)
+{
+	if (!strcmp(name, "avail"))
+		name = "available";
+	else if (!strcmp(name, "refer"))
+		name = "referenced";
+	else if (!strcmp(name, "ratio"))
+		name = "compressratio";
+	else if (!strcmp(name, "recsize"))
+		name = "recordsize";
+	else if (!strcmp(name, "compress"))
+		name = "compression";
+	else if (!strcmp(name, "volblock"))
+		name = "volblocksize";
+	for (size_t i = 0; i < NPROPS; i++)
+		if (!strcmp(props_table[i].name, name))
+			return &props_table[i];
+	return NULL;
+}
+
+/* zfs user property names: lowercase letters, digits, ':', '_', '-', '.',
+ * at least one ':', not starting with '-'. */
+static int user_prop_name(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > STORE_USERPROP_NAME_MAX || !strchr(name, ':') || name[0] == '-')
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == ':' || c == '_' ||
+		      c == '-' || c == '.'))
+			return 0;
+	}
+	return 1;
+}
+
+int store_prop_known(const char *name)
+{
+	return prop_find(name) != NULL || user_prop_name(name);
+}
+
+static int pow2_between(uint64_t v, uint64_t lo, uint64_t hi)
+{
+	return v >= lo && v <= hi && (v & (v - 1)) == 0;
+}
+
+int store_prop_validate(const char *name, const char *value, int type, int create_time,
+			char *canon, size_t n)
+{
+	const struct prop_def *d = prop_find(name);
+	uint64_t v = 0;
+	if (!d) {
+		if (!user_prop_name(name))
+			return ferry_err(FERR_PROP, "invalid property '%s'", name);
+		size_t len = strlen(value);
+		if (len > STORE_USERPROP_VALUE_MAX)
+			return ferry_err(FERR_PROP, "property '%s' value is longer than %d bytes",
+					 name, STORE_USERPROP_VALUE_MAX);
+		snprintf(canon, n, "%s", value);
+		return 0;
+	}
+	if (d->settable == SET_NO)
+		return ferry_err(FERR_PROP, "property '%s' is read-only", d->name);
+	if (!(d->types & (1 << type)))
+		return ferry_err(FERR_PROP, "property '%s' does not apply to a %s", d->name,
+				 store_ds_type_name(type));
+	if (d->settable == SET_CREATE && !create_time)
+		return ferry_err(FERR_PROP, "property '%s' can be set only at creation", d->name);
+	switch (d->kind) {
+	case PK_CODEC: {
+		struct codec_spec c;
+		int r = codec_parse(value, &c);
+		if (r < 0)
+			return ferry_err(FERR_PROP, "'compression' must be one of 'on | off | lz4 | "
+				"gzip | gzip-[1-9] | zle', not '%s'", value);
+		/* zfs shows gzip-6 as "gzip" and keeps "on" as "on". */
+		snprintf(canon, n, "%s", !strcmp(value, "gzip-6") ? "gzip" : value);
+		return 0;
+	}
+	case PK_RECSIZE:
+		if (parse_size(value, &v) < 0 || !pow2_between(v, 512, 1 << 20))
+			return ferry_err(FERR_PROP, "'recordsize' must be a power of 2 from 512B "
+				"to 1M, not '%s'", value);
+		break;
+	case PK_VOLBLOCK:
+		if (parse_size(value, &v) < 0 || !pow2_between(v, 512, 128 << 10))
+			return ferry_err(FERR_PROP, "'volblocksize' must be a power of 2 from 512B "
+				"to 128K, not '%s'", value);
+		break;
+	case PK_VOLSIZE:
+		if (parse_size(value, &v) < 0 || v == 0 || v > (UINT64_C(1) << 62))
+			return ferry_err(FERR_PROP, "'volsize' must be a size greater than zero, "
+				"not '%s'", value);
+		break;
+	case PK_PATH:
+		if (strcmp(value, "none") && value[0] != '/')
+			return ferry_err(FERR_PROP, "'source' must be an absolute path or 'none', "
+				"not '%s'", value);
+		if (strlen(value) >= 4096)
+			return ferry_err(FERR_PROP, "'source' path is too long");
+		snprintf(canon, n, "%s", value);
+		return 0;
+	case PK_RO:
+		return ferry_err(FERR_PROP, "property '%s' is read-only", d->name);
+	}
+	snprintf(canon, n, "%" PRIu64, v);
+	return 0;
+}
+
+/* The stored value of name on dataset id with the given source. Returns 1
+ * and fills buf when present, 0 when absent. */
+static int stored_value(struct store_pool *p, int64_t id, const char *name, int source,
+			char *buf, size_t n)
+{
+	sqlite3_stmt *st = NULL;
+	int r = cat_prepare(p, "SELECT value FROM props WHERE ds_id = ? AND name = ? AND source = ?",
+			    &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 3, source);
+	int s = sqlite3_step(st);
+	if (s == SQLITE_ROW) {
+		snprintf(buf, n, "%s", (const char *)sqlite3_column_text(st, 0));
+		r = 1;
+	} else if (s == SQLITE_DONE) {
+		r = 0;
+	} else {
+		r = cat_err(p, "reading property");
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+/* Resolves a settable property: local, received, inherited, default. */
+static int resolve(struct store_pool *p, const struct store_ds *ds, const char *name,
+		   int inherit, const char *def, struct store_propval *out)
+{
+	struct store_ds cur = *ds;
+	int r;
+	for (int first = 1;; first = 0) {
+		if ((r = stored_value(p, cur.id, name, STORE_SRC_LOCAL, out->exact,
+				      sizeof out->exact)) < 0)
+			return r;
+		if (r == 0 && (r = stored_value(p, cur.id, name, STORE_SRC_RECEIVED, out->exact,
+						sizeof out->exact)) < 0)
+			return r;
+		if (r == 1) {
+			if (first) {
+				int rr = stored_value(p, cur.id, name, STORE_SRC_LOCAL, out->value,
+						      sizeof out->value);
+				out->source = rr == 1 ? STORE_SRC_LOCAL : STORE_SRC_RECEIVED;
+			} else {
+				out->source = STORE_SRC_INHERITED;
+				snprintf(out->inherited_from, sizeof out->inherited_from, "%s", cur.name);
+			}
+			return 0;
+		}
+		if (!inherit || cur.parent_id == 0)
+			break;
+		if ((r = ds_load_by_id(p, cur.parent_id, &cur)) < 0)
+			return r;
+	}
+	if (def) {
+		snprintf(out->exact, sizeof out->exact, "%s", def);
+		out->source = STORE_SRC_DEFAULT;
+	} else {
+		snprintf(out->exact, sizeof out->exact, "-");
+		out->source = STORE_SRC_NONE;
+	}
+	return 0;
+}
+
+static void set_num(struct store_propval *out, uint64_t v, int bytes)
+{
+	snprintf(out->exact, sizeof out->exact, "%" PRIu64, v);
+	format_nicenum(v, out->value, sizeof out->value, bytes);
+	out->numeric = 1;
+}
+
+static int readonly_value(struct store_pool *p, const struct store_ds *ds,
+			  const struct prop_def *d, struct store_propval *out)
+{
+	struct store_space sp;
+	int r;
+	out->source = STORE_SRC_NONE;
+	if (!strcmp(d->name, "type")) {
+		snprintf(out->exact, sizeof out->exact, "%s", store_ds_type_name(ds->type));
+	} else if (!strcmp(d->name, "name")) {
+		snprintf(out->exact, sizeof out->exact, "%s", ds->name);
+	} else if (!strcmp(d->name, "creation")) {
+		time_t t = (time_t)ds->creation;
+		struct tm tm;
+		snprintf(out->exact, sizeof out->exact, "%lld", (long long)ds->creation);
+		localtime_r(&t, &tm);
+		strftime(out->value, sizeof out->value, "%a %b %e %k:%M %Y", &tm);
+		out->numeric = 1;
+		return 0;
+	} else if (!strcmp(d->name, "guid")) {
+		snprintf(out->exact, sizeof out->exact, "%" PRIu64, ds->guid);
+		out->numeric = 1;
+	} else if (!strcmp(d->name, "createtxg")) {
+		snprintf(out->exact, sizeof out->exact, "%" PRIu64, ds->createtxg);
+		out->numeric = 1;
+	} else if (!strcmp(d->name, "available")) {
+		struct statvfs v;
+		uint64_t avail = 0;
+		if (statvfs(p->path, &v) == 0)
+			avail = (uint64_t)v.f_bavail * v.f_frsize;
+		set_num(out, avail, 1);
+		return 0;
+	} else {
+		if ((r = store_ds_space(p, ds, &sp)) < 0)
+			return r;
+		uint64_t v = 0;
+		if (!strcmp(d->name, "compressratio") || !strcmp(d->name, "refcompressratio")) {
+			int ref = d->name[0] == 'r';
+			uint64_t l = ref ? sp.logicalreferenced : sp.logicalused;
+			uint64_t ph = ref ? sp.referenced : sp.used;
+			store_format_ratio(l, ph, out->value, sizeof out->value, 0);
+			store_format_ratio(l, ph, out->exact, sizeof out->exact, 1);
+			out->numeric = 1;
+			return 0;
+		}
+		if (!strcmp(d->name, "used")) v = sp.used;
+		else if (!strcmp(d->name, "referenced")) v = sp.referenced;
+		else if (!strcmp(d->name, "logicalused")) v = sp.logicalused;
+		else if (!strcmp(d->name, "logicalreferenced")) v = sp.logicalreferenced;
+		else if (!strcmp(d->name, "written")) v = sp.written;
+		else if (!strcmp(d->name, "usedbysnapshots")) v = sp.usedbysnapshots;
+		set_num(out, v, 1);
+		return 0;
+	}
+	snprintf(out->value, sizeof out->value, "%s", out->exact);
+	return 0;
+}
+
+int store_prop_get(struct store_pool *p, const struct store_ds *ds, const char *name,
+		   struct store_propval *out)
+{
+	const struct prop_def *d = prop_find(name);
+	int r;
+	memset(out, 0, sizeof *out);
+	if (!d) {
+		if (!user_prop_name(name))
+			return ferry_err(FERR_PROP, "invalid property '%s'", name);
+		snprintf(out->name, sizeof out->name, "%s", name);
+		if ((r = resolve(p, ds, name, 1, NULL, out)) < 0)
+			return r;
+		snprintf(out->value, sizeof out->value, "%s", out->exact);
+		return 0;
+	}
+	snprintf(out->name, sizeof out->name, "%s", d->name);
+	if (!(d->types & (1 << ds->type))) {
+		snprintf(out->value, sizeof out->value, "-");
+		snprintf(out->exact, sizeof out->exact, "-");
+		out->source = STORE_SRC_NONE;
+		return 0;
+	}
+	if (d->kind == PK_RO)
+		return readonly_value(p, ds, d, out);
+	if ((r = resolve(p, ds, d->name, d->inherit, d->def, out)) < 0)
+		return r;
+	switch (d->kind) {
+	case PK_RECSIZE:
+	case PK_VOLSIZE:
+	case PK_VOLBLOCK:
+		set_num(out, strtoull(out->exact, NULL, 10), 0);
+		break;
+	default:
+		snprintf(out->value, sizeof out->value, "%s", out->exact);
+	}
+	return 0;
+}
+
+/* The names of user properties set on ds or any ancestor, sorted. */
+static int user_names(struct store_pool *p, const struct store_ds *ds, char ***names, size_t *n)
+{
+	sqlite3_stmt *st = NULL;
+	char **v = NULL;
+	size_t cnt = 0;
+	int r = cat_prepare(p,
+		"WITH RECURSIVE anc(id, parent_id) AS ("
+		"  SELECT id, parent_id FROM datasets WHERE id = ?"
+		"  UNION ALL SELECT d.id, d.parent_id FROM datasets d JOIN anc ON d.id = anc.parent_id)"
+		" SELECT DISTINCT name FROM props WHERE ds_id IN (SELECT id FROM anc)"
+		" AND instr(name, ':') > 0 ORDER BY name", &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(st, 1, ds->id);
+	int s;
+	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+		char **nv = realloc(v, (cnt + 1) * sizeof *v);
+		if (!nv || !(nv[cnt] = strdup((const char *)sqlite3_column_text(st, 0)))) {
+			if (nv)
+				v = nv;
+			r = ferry_err(FERR_NOMEM, "listing properties");
+			goto out;
+		}
+		v = nv;
+		cnt++;
+	}
+	if (s != SQLITE_DONE) {
+		r = cat_err(p, "listing properties");
+		goto out;
+	}
+	*names = v;
+	*n = cnt;
+	v = NULL;
+	cnt = 0;
+out:
+	for (size_t i = 0; i < cnt; i++)
+		free(v[i]);
+	free(v);
+	sqlite3_finalize(st);
+	return r;
+}
+
+int store_prop_all(struct store_pool *p, const struct store_ds *ds, store_prop_fn fn, void *arg)
+{
+	struct store_propval *v = malloc(sizeof *v);
+	char **names = NULL;
+	size_t n = 0;
+	int r = 0;
+	if (!v)
+		return ferry_err(FERR_NOMEM, "listing properties");
+	for (size_t i = 0; i < NPROPS; i++) {
+		if (!props_table[i].in_all || !(props_table[i].types & (1 << ds->type)))
+			continue;
+		if ((r = store_prop_get(p, ds, props_table[i].name, v)) < 0 || (r = fn(v, arg)) != 0)
+			goto out;
+	}
+	if ((r = user_names(p, ds, &names, &n)) < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		if ((r = store_prop_get(p, ds, names[i], v)) < 0 || (r = fn(v, arg)) != 0)
+			goto out;
+out:
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	free(v);
+	return r;
+}
+
+static int del_prop(struct store_pool *p, int64_t id, const char *name, int only_local)
+{
+	sqlite3_stmt *st = NULL;
+	int r = cat_prepare(p, only_local
+		? "DELETE FROM props WHERE ds_id = ? AND name = ? AND source = 2"
+		: "DELETE FROM props WHERE ds_id = ? AND name = ?", &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		r = cat_err(p, "clearing property");
+	sqlite3_finalize(st);
+	return r;
+}
+
+int store_prop_set(struct store_pool *p, const struct store_ds *ds,
+		   const struct store_propset *props, size_t n, int source)
+{
+	char canon[STORE_USERPROP_VALUE_MAX + 1];
+	sqlite3_stmt *st = NULL;
+	int r;
+	if (source != STORE_SRC_LOCAL && source != STORE_SRC_RECEIVED)
+		return ferry_err(FERR_INVAL, "property source must be local or received");
+	/* Validate everything first: all or nothing. */
+	for (size_t i = 0; i < n; i++)
+		if ((r = store_prop_validate(props[i].name, props[i].value, ds->type,
+					     source == STORE_SRC_RECEIVED, canon, sizeof canon)) < 0)
+			return r;
+	if ((r = store_tx_begin(p)) < 0)
+		return r;
+	if ((r = cat_prepare(p, "INSERT OR REPLACE INTO props(ds_id, name, value, source)"
+				" VALUES(?, ?, ?, ?)", &st)) < 0)
+		goto fail;
+	for (size_t i = 0; i < n; i++) {
+		const struct prop_def *d = prop_find(props[i].name);
+		const char *pname = d ? d->name : props[i].name;
+		if ((r = store_prop_validate(props[i].name, props[i].value, ds->type,
+					     source == STORE_SRC_RECEIVED, canon, sizeof canon)) < 0)
+			goto fail;
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, ds->id);
+		sqlite3_bind_text(st, 2, pname, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 3, canon, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int(st, 4, source);
+		if (sqlite3_step(st) != SQLITE_DONE) {
+			r = cat_err(p, "setting property");
+			goto fail;
+		}
+	}
+	sqlite3_finalize(st);
+	return store_tx_commit(p);
+fail:
+	sqlite3_finalize(st);
+	store_tx_rollback(p);
+	return r;
+}
+
+static int inherit_cb(struct store_pool *p, const struct store_ds *ds, void *arg)
+{
+	const char **a = arg;
+	return del_prop(p, ds->id, a[0], a[1] != NULL);
+}
+
+int store_prop_inherit(struct store_pool *p, const struct store_ds *ds, const char *name,
+		       int recursive, int revert_received)
+{
+	const struct prop_def *d = prop_find(name);
+	int r;
+	if (!d && !user_prop_name(name))
+		return ferry_err(FERR_PROP, "invalid property '%s'", name);
+	if (d && d->settable == SET_NO)
+		return ferry_err(FERR_PROP, "property '%s' is read-only", d->name);
+	if (d && d->settable == SET_CREATE)
+		return ferry_err(FERR_PROP, "property '%s' can be set only at creation", d->name);
+	if (d && !strcmp(d->name, "volsize"))
+		return ferry_err(FERR_PROP, "property 'volsize' cannot be inherited");
+	const char *arg[2] = {d ? d->name : name, revert_received ? "" : NULL};
+	if ((r = store_tx_begin(p)) < 0)
+		return r;
+	r = recursive ? store_ds_walk(p, ds, -1, inherit_cb, arg) : inherit_cb(p, ds, arg);
+	if (r < 0) {
+		store_tx_rollback(p);
+		return r;
+	}
+	return store_tx_commit(p);
+}
+
+int store_ds_compression(struct store_pool *p, const struct store_ds *ds, struct codec_spec *out)
+{
+	struct store_propval v;
+	int r = store_prop_get(p, ds, "compression", &v);
+	if (r < 0)
+		return r;
+	return codec_parse(v.exact, out);
+}
+
+int store_ds_recordsize(struct store_pool *p, const struct store_ds *ds, uint32_t *out)
+{
+	struct store_propval v;
+	int r = store_prop_get(p, ds, ds->type == STORE_DS_VOLUME ? "volblocksize" : "recordsize", &v);
+	if (r < 0)
+		return r;
+	*out = (uint32_t)strtoul(v.exact, NULL, 10);
+	return 0;
+}
