@@ -63,6 +63,9 @@ int ferry_err_errno(int e, const char *fmt, ...) FERRY_PRINTF(2, 3);
  * was set since the last ferry_err_clear(), else ferry_strerror(r). The
  * pointer is valid until the next ferry_err* call on this thread. */
 const char *ferry_errmsg(int r);
+/* The recorded detail message, or NULL if none since the last
+ * ferry_err_clear(). Same lifetime as ferry_errmsg(). */
+const char *ferry_err_detail(void);
 void ferry_err_clear(void);
 
 /* ---- checked arithmetic: 0 on success, -FERR_OVERFLOW on overflow;
@@ -149,7 +152,10 @@ int io_mkdirs(const char *path, mode_t mode) FERRY_WUR;
  * and gets each one back from workq_collect. */
 struct workq;
 typedef int (*workq_fn)(void *job, void *ctx);
-/* nthreads 0 means one per online CPU. */
+/* nthreads 0 means one per online CPU; max_inflight must be at least 1.
+ * A job's detail message (ferry_err on the worker) travels with its
+ * result: after workq_collect returns a negative result, ferry_errmsg()
+ * on the collecting thread gives the worker's text. */
 int workq_new(struct workq **out, unsigned nthreads, unsigned max_inflight,
 	      workq_fn fn, void *ctx) FERRY_WUR;
 /* Queues job. Returns -FERR_BUSY without queueing when max_inflight jobs
@@ -166,12 +172,14 @@ void workq_free(struct workq *q);
 
 /* ---- misc ---------------------------------------------------------------- */
 /* Parses a size like "128K", "1M", "4096", "1.5G" (powers of 1024) into
- * bytes. -FERR_INVAL on garbage, -FERR_OVERFLOW past UINT64_MAX. */
+ * bytes. -FERR_INVAL on garbage, -FERR_OVERFLOW past UINT64_MAX.
+ * Units are case-insensitive and may be followed by "B" or "iB" ("16KB",
+ * "16KiB", "512B"); a fraction of a byte rounds down ("1.1K" is 1126). */
 int parse_size(const char *s, uint64_t *out) FERRY_WUR;
 /* Formats like zfs_nicenum: "0", "512", "128K", "1.50M"; with bytes_suffix
  * values under 1024 get a "B" ("0B", "512B"). buf should hold 16 bytes. */
 void format_nicenum(uint64_t v, char *buf, size_t n, int bytes_suffix);
-/* Current wall-clock time in seconds and nanoseconds. */
+/* Current wall-clock time (CLOCK_REALTIME) in nanoseconds since the epoch. */
 uint64_t ferry_now_ns(void);
 
 #include "banned.h"

@@ -1,0 +1,337 @@
+/* lib/io.c — whole-buffer fd I/O and crash-safe file replacement. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib.h"
+
+/* Linux transfers at most this much per call anyway; asking for less keeps
+ * the ssize_t return unambiguous on every platform. */
+#define IO_CHUNK ((size_t)1 << 30)
+
+int io_read_full(int fd, void *buf, size_t n, size_t *got)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		size_t want = n - done < IO_CHUNK ? n - done : IO_CHUNK;
+		ssize_t k = read(fd, (uint8_t *)buf + done, want);
+
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return ferry_err_errno(errno, "read from fd %d", fd);
+		}
+		if (k == 0)
+			break;
+		done += (size_t)k;
+	}
+	*got = done;
+	return 0;
+}
+
+int io_write_full(int fd, const void *buf, size_t n)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		size_t want = n - done < IO_CHUNK ? n - done : IO_CHUNK;
+		ssize_t k = write(fd, (const uint8_t *)buf + done, want);
+
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return ferry_err_errno(errno, "write to fd %d", fd);
+		}
+		/* A zero-byte write would loop forever; treat it as no space. */
+		if (k == 0)
+			return ferry_err_errno(ENOSPC, "write to fd %d", fd);
+		done += (size_t)k;
+	}
+	return 0;
+}
+
+/* off + n must stay representable, or the kernel would see a negative
+ * offset halfway through the transfer. */
+static int check_range(int fd, size_t n, off_t off)
+{
+	if (off < 0 || (uint64_t)n > (uint64_t)INT64_MAX - (uint64_t)off)
+		return ferry_err(FERR_INVAL, "fd %d: offset %lld + %zu out of range",
+				 fd, (long long)off, n);
+	return 0;
+}
+
+int io_pread_full(int fd, void *buf, size_t n, off_t off, size_t *got)
+{
+	size_t done = 0;
+	int r;
+
+	if ((r = check_range(fd, n, off)) < 0)
+		return r;
+	while (done < n) {
+		size_t want = n - done < IO_CHUNK ? n - done : IO_CHUNK;
+		ssize_t k = pread(fd, (uint8_t *)buf + done, want, off + (off_t)done);
+
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return ferry_err_errno(errno, "read from fd %d at offset %lld",
+					       fd, (long long)(off + (off_t)done));
+		}
+		if (k == 0)
+			break;
+		done += (size_t)k;
+	}
+	*got = done;
+	return 0;
+}
+
+int io_pwrite_full(int fd, const void *buf, size_t n, off_t off)
+{
+	size_t done = 0;
+	int r;
+
+	if ((r = check_range(fd, n, off)) < 0)
+		return r;
+	while (done < n) {
+		size_t want = n - done < IO_CHUNK ? n - done : IO_CHUNK;
+		ssize_t k = pwrite(fd, (const uint8_t *)buf + done, want, off + (off_t)done);
+
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return ferry_err_errno(errno, "write to fd %d at offset %lld",
+					       fd, (long long)(off + (off_t)done));
+		}
+		if (k == 0)
+			return ferry_err_errno(ENOSPC, "write to fd %d at offset %lld",
+					       fd, (long long)(off + (off_t)done));
+		done += (size_t)k;
+	}
+	return 0;
+}
+
+int io_fsync_dirfd(int dirfd)
+{
+	if (fsync(dirfd) == 0)
+		return 0;
+	/* Some filesystems cannot sync a directory at all; the rename is as
+	 * durable as they will ever make it, so that is not a failure. */
+	if (errno == EINVAL || errno == ENOTSUP)
+		return 0;
+	return ferry_err_errno(errno, "fsync directory fd %d", dirfd);
+}
+
+static int open_dir(const char *dir, int *out)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return ferry_err_errno(errno, "cannot open directory '%s'", dir);
+	*out = fd;
+	return 0;
+}
+
+int io_fsync_dir(const char *dir)
+{
+	int fd = -1, r;
+
+	if ((r = open_dir(dir, &fd)) < 0)
+		goto out;
+	if (fsync(fd) < 0 && errno != EINVAL && errno != ENOTSUP)
+		r = ferry_err_errno(errno, "fsync directory '%s'", dir);
+out:
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+/* name is joined to dir by the kernel (openat/renameat), so it must be a
+ * single component or the write could land outside dir. */
+static int check_name(const char *dir, const char *name)
+{
+	if (!name[0] || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+		return ferry_err(FERR_NAME, "invalid file name '%s' in '%s'", name, dir);
+	return 0;
+}
+
+int io_write_file_atomic(const char *dir, const char *name, const void *data,
+			 size_t len, mode_t mode)
+{
+	char tmp[NAME_MAX + 1];
+	int dfd = -1, fd = -1, r, tries;
+	int have_tmp = 0;
+
+	if ((r = check_name(dir, name)) < 0)
+		goto out;
+	if ((r = open_dir(dir, &dfd)) < 0)
+		goto out;
+	/* Like mkstemp, but in dir with the caller's mode; the name prefix is
+	 * capped so a long target name cannot push it past NAME_MAX. The
+	 * leading dot keeps half-written files out of casual listings. */
+	for (tries = 0;; tries++) {
+		uint64_t rnd;
+
+		ferry_random(&rnd, sizeof(rnd));
+		snprintf(tmp, sizeof(tmp), ".%.64s.tmp-%016llx", name,
+			 (unsigned long long)rnd);
+		fd = openat(dfd, tmp, O_CREAT | O_EXCL | O_CLOEXEC | O_WRONLY, mode);
+		if (fd >= 0)
+			break;
+		if (errno != EEXIST || tries >= 100) {
+			r = ferry_err_errno(errno, "cannot create temporary file in '%s'", dir);
+			goto out;
+		}
+	}
+	have_tmp = 1;
+	if ((r = io_write_full(fd, data, len)) < 0) {
+		r = ferry_err(-r, "cannot write '%s/%s': %s", dir, name, ferry_errmsg(r));
+		goto out;
+	}
+	if (fsync(fd) < 0) {
+		r = ferry_err_errno(errno, "fsync '%s/%s'", dir, name);
+		goto out;
+	}
+	/* close can report deferred write errors (NFS); a replace built on a
+	 * file we could not close cleanly is not safe. */
+	r = close(fd);
+	fd = -1;
+	if (r < 0) {
+		r = ferry_err_errno(errno, "close '%s/%s'", dir, name);
+		goto out;
+	}
+	if (renameat(dfd, tmp, dfd, name) < 0) {
+		r = ferry_err_errno(errno, "cannot rename '%s/%s' to '%s'", dir, tmp, name);
+		goto out;
+	}
+	have_tmp = 0;
+	if ((r = io_fsync_dirfd(dfd)) < 0) {
+		r = ferry_err(-r, "fsync directory '%s': %s", dir, ferry_errmsg(r));
+		goto out;
+	}
+	r = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (have_tmp)
+		unlinkat(dfd, tmp, 0);
+	if (dfd >= 0)
+		close(dfd);
+	return r;
+}
+
+int io_read_file(const char *path, size_t max, char **out, size_t *len)
+{
+	struct fbuf b;
+	uint8_t *p;
+	size_t n;
+	int fd = -1, r = 0;
+
+	fbuf_init(&b, max);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		r = ferry_err_errno(errno, "cannot open '%s'", path);
+		goto out;
+	}
+	for (;;) {
+		size_t want;
+		ssize_t k;
+
+		if (b.len == max) {
+			/* Full: one more byte tells "exactly max" from "too big". */
+			uint8_t c;
+
+			do {
+				k = read(fd, &c, 1);
+			} while (k < 0 && errno == EINTR);
+			if (k < 0) {
+				r = ferry_err_errno(errno, "cannot read '%s'", path);
+				goto out;
+			}
+			if (k > 0) {
+				r = ferry_err(FERR_LIMIT, "'%s' is larger than %zu bytes", path, max);
+				goto out;
+			}
+			break;
+		}
+		want = max - b.len < 65536 ? max - b.len : 65536;
+		if ((r = fbuf_reserve(&b, want)) < 0) {
+			r = ferry_err(-r, "cannot read '%s': %s", path, ferry_strerror(r));
+			goto out;
+		}
+		do {
+			k = read(fd, b.data + b.len, want);
+		} while (k < 0 && errno == EINTR);
+		if (k < 0) {
+			r = ferry_err_errno(errno, "cannot read '%s'", path);
+			goto out;
+		}
+		if (k == 0)
+			break;
+		b.len += (size_t)k;
+	}
+	/* fbuf keeps one spare byte past cap, so the terminator always fits. */
+	if (b.data)
+		b.data[b.len] = '\0';
+	if (!(p = fbuf_detach(&b, &n))) {
+		r = ferry_err(FERR_NOMEM, "cannot read '%s': out of memory", path);
+		goto out;
+	}
+	*out = (char *)p;
+	if (len)
+		*len = n;
+out:
+	if (fd >= 0)
+		close(fd);
+	fbuf_release(&b);
+	return r;
+}
+
+int io_mkdirs(const char *path, mode_t mode)
+{
+	char *p = NULL;
+	size_t i, n;
+	struct stat st;
+	int r = 0;
+
+	if (!path[0])
+		return ferry_err(FERR_INVAL, "cannot create directory: empty path");
+	if (!(p = strdup(path)))
+		return ferry_err(FERR_NOMEM, "cannot create '%s': out of memory", path);
+	n = strlen(p);
+	/* Walk prefixes by cutting at each '/' in turn; i starts at 1 so an
+	 * absolute path never tries to mkdir "". */
+	for (i = 1; i <= n; i++) {
+		if (i < n && p[i] != '/')
+			continue;
+		if (p[i - 1] == '/')
+			continue; /* "a//b" or trailing "/" */
+		char save = p[i];
+		p[i] = '\0';
+		/* Whatever mkdir says (EEXIST, or EACCES/EROFS on a parent we
+		 * only pass through), an existing directory is success; this
+		 * also absorbs a concurrent creator. */
+		if (mkdir(p, mode) < 0) {
+			int e = errno;
+
+			if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+				p[i] = save;
+				continue;
+			}
+			if (e == EEXIST)
+				r = ferry_err(FERR_EXISTS, "'%s' exists and is not a directory", p);
+			else
+				r = ferry_err_errno(e, "cannot create directory '%s'", p);
+			goto out;
+		}
+		p[i] = save;
+	}
+out:
+	free(p);
+	return r;
+}
