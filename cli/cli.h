@@ -24,5 +24,12 @@ int cli_fail(int r, const char *fmt, ...) FERRY_PRINTF(2, 3);
 void cli_warn(const char *fmt, ...) FERRY_PRINTF(1, 2);
 
 int cmd_dump(int argc, char **argv);
+int cmd_pool(int argc, char **argv);
+int cmd_create(int argc, char **argv);
+int cmd_destroy(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_get(int argc, char **argv);
+int cmd_set(int argc, char **argv);
+int cmd_inherit(int argc, char **argv);
 
 #endif

@@ -12,14 +12,21 @@ struct cli_cmd {
 };
 
 static const struct cli_cmd commands[] = {
-	{"dump", cmd_dump, "dump [-v] [FILE]                 print a stream's records"},
+	{"pool", cmd_pool, "pool create [-o prop=val]... NAME PATH | import PATH [NAME] | export NAME | list [-H] [--json] | status [NAME]"},
+	{"create", cmd_create, "create [-p] [-V size] [-o prop=val]... DATASET"},
+	{"destroy", cmd_destroy, "destroy [-r] DATASET"},
+	{"list", cmd_list, "list [-r] [-d depth] [-t type] [-o cols] [-s col] [-S col] [-H] [-p] [--json] [DATASET]..."},
+	{"get", cmd_get, "get [-r] [-d depth] [-H] [-p] [-o cols] [--json] PROP[,PROP]|all DATASET..."},
+	{"set", cmd_set, "set PROP=VALUE... DATASET"},
+	{"inherit", cmd_inherit, "inherit [-r] [-S] PROP DATASET..."},
+	{"dump", cmd_dump, "dump [-v] [FILE]"},
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ferry COMMAND [OPTIONS] ...\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-		fprintf(f, "  %s\n", commands[i].summary);
+		fprintf(f, "  ferry %s\n", commands[i].summary);
 	fprintf(f, "\nexit codes: 0 ok, 1 failed (nothing changed), 2 usage error, 3 partial\n"
 		   "see ferry(8) for details.\n");
 }

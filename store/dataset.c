@@ -143,6 +143,18 @@ int store_ds_create(struct store_pool *p, const char *name, int type, int parent
 	}
 	if (type == STORE_DS_VOLUME && !have_volsize)
 		return ferry_err(FERR_PROP, "a volume needs a size (-V SIZE)");
+	if (type == STORE_DS_VOLUME) {
+		uint64_t vs = 0, vb = 16384;
+		for (size_t i = 0; i < nprops; i++) {
+			if (!strcmp(props[i].name, "volsize") && parse_size(props[i].value, &vs) < 0)
+				return ferry_err(FERR_PROP, "bad volsize '%s'", props[i].value);
+			if (!strcmp(props[i].name, "volblocksize") &&
+			    parse_size(props[i].value, &vb) < 0)
+				return ferry_err(FERR_PROP, "bad volblocksize '%s'", props[i].value);
+		}
+		if (vb == 0 || vs % vb != 0)
+			return ferry_err(FERR_PROP, "volsize must be a multiple of volblocksize");
+	}
 	if (store_ds_lookup(p, name, &ds) == 0)
 		return ferry_err(FERR_EXISTS, "dataset already exists");
 	ferry_err_clear();
@@ -193,7 +205,7 @@ int store_ds_create(struct store_pool *p, const char *name, int type, int parent
 		goto fail;
 	if ((r = ds_load_by_id(p, id, &ds)) < 0)
 		goto fail;
-	if (nprops && (r = store_prop_set(p, &ds, props, nprops, STORE_SRC_LOCAL)) < 0)
+	if (nprops && (r = prop_set(p, &ds, props, nprops, STORE_SRC_LOCAL, 1)) < 0)
 		goto fail;
 	return store_tx_commit(p);
 fail:

@@ -47,4 +47,8 @@ int registry_del(const char *name) FERRY_WUR;
  * catalogue row is deleted; inside the caller's transaction (space.c). */
 int ds_destroy_contents(struct store_pool *p, const struct store_ds *ds) FERRY_WUR;
 
+/* store_prop_set that also accepts create-only properties (create_time). */
+int prop_set(struct store_pool *p, const struct store_ds *ds,
+	     const struct store_propset *props, size_t n, int source, int create_time) FERRY_WUR;
+
 #endif

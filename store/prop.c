@@ -413,6 +413,12 @@ static int del_prop(struct store_pool *p, int64_t id, const char *name, int only
 int store_prop_set(struct store_pool *p, const struct store_ds *ds,
 		   const struct store_propset *props, size_t n, int source)
 {
+	return prop_set(p, ds, props, n, source, source == STORE_SRC_RECEIVED);
+}
+
+int prop_set(struct store_pool *p, const struct store_ds *ds,
+	     const struct store_propset *props, size_t n, int source, int create_time)
+{
 	char canon[STORE_USERPROP_VALUE_MAX + 1];
 	sqlite3_stmt *st = NULL;
 	int r;
@@ -421,7 +427,7 @@ int store_prop_set(struct store_pool *p, const struct store_ds *ds,
 	/* Validate everything first: all or nothing. */
 	for (size_t i = 0; i < n; i++)
 		if ((r = store_prop_validate(props[i].name, props[i].value, ds->type,
-					     source == STORE_SRC_RECEIVED, canon, sizeof canon)) < 0)
+					     create_time, canon, sizeof canon)) < 0)
 			return r;
 	if ((r = store_tx_begin(p)) < 0)
 		return r;
@@ -432,7 +438,7 @@ int store_prop_set(struct store_pool *p, const struct store_ds *ds,
 		const struct prop_def *d = prop_find(props[i].name);
 		const char *pname = d ? d->name : props[i].name;
 		if ((r = store_prop_validate(props[i].name, props[i].value, ds->type,
-					     source == STORE_SRC_RECEIVED, canon, sizeof canon)) < 0)
+					     create_time, canon, sizeof canon)) < 0)
 			goto fail;
 		sqlite3_reset(st);
 		sqlite3_bind_int64(st, 1, ds->id);

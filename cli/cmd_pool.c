@@ -1,0 +1,249 @@
+/* cli/cmd_pool.c — ferry pool create|import|export|list|status. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../store/store.h"
+#include "table.h"
+
+/* Parses "-o p=v" into props[*n]; returns EXIT_OK or EXIT_USAGE. */
+int cli_parse_propset(char *arg, struct store_propset *props, size_t max, size_t *n)
+{
+	char *eq = strchr(arg, '=');
+	if (!eq || eq == arg)
+		return cli_usage("bad property assignment '%s' (expected PROP=VALUE)", arg);
+	if (*n >= max)
+		return cli_usage("too many properties");
+	*eq = 0;
+	props[*n].name = arg;
+	props[*n].value = eq + 1;
+	(*n)++;
+	return EXIT_OK;
+}
+
+static int pool_create(int argc, char **argv)
+{
+	struct store_propset props[64];
+	size_t nprops = 0;
+	int c, r;
+	optind = 1;
+	while ((c = getopt(argc, argv, "+o:")) != -1) {
+		if (c == 'o') {
+			if ((r = cli_parse_propset(optarg, props, 64, &nprops)) != EXIT_OK)
+				return r;
+		} else {
+			return cli_usage("usage: ferry pool create [-o prop=val]... NAME PATH");
+		}
+	}
+	if (argc - optind != 2)
+		return cli_usage("usage: ferry pool create [-o prop=val]... NAME PATH");
+	if ((r = store_pool_create(argv[optind], argv[optind + 1], props, nprops)) < 0)
+		return cli_fail(r, "cannot create pool '%s'", argv[optind]);
+	return EXIT_OK;
+}
+
+static int pool_import(int argc, char **argv)
+{
+	char *name = NULL;
+	int r;
+	if (argc < 2 || argc > 3 || argv[1][0] == '-')
+		return cli_usage("usage: ferry pool import PATH [NAME]");
+	if ((r = store_pool_import(argv[1], argc == 3 ? argv[2] : NULL, &name)) < 0)
+		return cli_fail(r, "cannot import pool at '%s'", argv[1]);
+	free(name);
+	return EXIT_OK;
+}
+
+static int pool_export(int argc, char **argv)
+{
+	int r;
+	if (argc != 2 || argv[1][0] == '-')
+		return cli_usage("usage: ferry pool export NAME");
+	if ((r = store_pool_export(argv[1])) < 0)
+		return cli_fail(r, "cannot export pool '%s'", argv[1]);
+	return EXIT_OK;
+}
+
+static void num(char *buf, size_t n, uint64_t v, int exact)
+{
+	if (exact)
+		snprintf(buf, n, "%" PRIu64, v);
+	else
+		format_nicenum(v, buf, n, 1);
+}
+
+static int pool_list(int argc, char **argv)
+{
+	static const struct option lopts[] = {{"json", no_argument, NULL, 'j'}, {0, 0, 0, 0}};
+	int c, scripted = 0, exact = 0, json = 0, r, rc = EXIT_OK;
+	struct store_pool_entry *e = NULL;
+	size_t n = 0;
+	struct table t;
+	json_t *jroot = NULL, *jpools = NULL;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+Hp", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'H': scripted = 1; break;
+		case 'p': exact = 1; break;
+		case 'j': json = 1; break;
+		default: return cli_usage("usage: ferry pool list [-H] [-p] [--json] [NAME]...");
+		}
+	}
+	if ((r = store_registry_list(&e, &n)) < 0)
+		return cli_fail(r, "cannot list pools");
+	if ((r = table_init(&t, 6)) < 0) {
+		free(e);
+		return cli_fail(r, "cannot list pools");
+	}
+	table_header(&t, 0, "NAME", 0);
+	table_header(&t, 1, "SIZE", 1);
+	table_header(&t, 2, "ALLOC", 1);
+	table_header(&t, 3, "FREE", 1);
+	table_header(&t, 4, "HEALTH", 0);
+	table_header(&t, 5, "PATH", 0);
+	if (json) {
+		jroot = json_object();
+		jpools = json_object();
+		json_object_set_new(jroot, "pools", jpools);
+	}
+	for (size_t i = 0; i < n; i++) {
+		int want = optind >= argc;
+		for (int a = optind; a < argc; a++)
+			if (!strcmp(argv[a], e[i].name))
+				want = 1;
+		if (!want)
+			continue;
+		struct store_pool *p = NULL;
+		struct store_pool_stats s;
+		const char *health = "ONLINE";
+		memset(&s, 0, sizeof s);
+		if (store_pool_open(e[i].name, STORE_OPEN_RDONLY, &p) < 0 ||
+		    store_pool_stats(p, &s) < 0)
+			health = "UNAVAIL";
+		store_pool_close(p);
+		ferry_err_clear();
+		char size[32], alloc[32], fr[32];
+		num(size, sizeof size, s.fs_size, exact);
+		num(alloc, sizeof alloc, s.disk_used, exact);
+		num(fr, sizeof fr, s.fs_free, exact);
+		char *cells[6] = {e[i].name, size, alloc, fr, (char *)health, e[i].path};
+		if (json) {
+			json_t *o = json_object();
+			json_object_set_new(o, "name", json_string(e[i].name));
+			json_object_set_new(o, "path", json_string(e[i].path));
+			json_object_set_new(o, "health", json_string(health));
+			json_object_set_new(o, "size", json_integer((json_int_t)s.fs_size));
+			json_object_set_new(o, "alloc", json_integer((json_int_t)s.disk_used));
+			json_object_set_new(o, "free", json_integer((json_int_t)s.fs_free));
+			json_object_set_new(jpools, e[i].name, o);
+		} else if ((r = table_add(&t, cells)) < 0) {
+			rc = cli_fail(r, "cannot list pools");
+			goto out;
+		}
+	}
+	if (json) {
+		json_dumpf(jroot, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+		fputc('\n', stdout);
+	} else if (n > 0) {
+		table_print(&t, stdout, scripted);
+	} else if (!scripted) {
+		printf("no pools available\n");
+	}
+out:
+	json_decref(jroot);
+	table_release(&t);
+	free(e);
+	return rc;
+}
+
+static int pool_status(int argc, char **argv)
+{
+	struct store_pool_entry *e = NULL;
+	size_t n = 0;
+	int r, rc = EXIT_OK;
+	if (argc > 1 && argv[1][0] == '-')
+		return cli_usage("usage: ferry pool status [NAME]...");
+	if (argc == 1) {
+		if ((r = store_registry_list(&e, &n)) < 0)
+			return cli_fail(r, "cannot list pools");
+		if (n == 0)
+			printf("no pools available\n");
+	}
+	size_t count = argc > 1 ? (size_t)argc - 1 : n;
+	for (size_t i = 0; i < count; i++) {
+		const char *name = argc > 1 ? argv[i + 1] : e[i].name;
+		struct store_pool *p = NULL;
+		struct store_pool_stats s;
+		if ((r = store_pool_open(name, STORE_OPEN_RDONLY, &p)) < 0 ||
+		    (r = store_pool_stats(p, &s)) < 0) {
+			rc = cli_fail(r, "cannot open pool '%s'", name);
+			store_pool_close(p);
+			continue;
+		}
+		char used[32];
+		format_nicenum(s.disk_used, used, sizeof used, 1);
+		if (i)
+			putchar('\n');
+		printf("  pool: %s\n state: ONLINE\n  path: %s\nformat: %" PRIu64 "\n  guid: %" PRIu64
+		       "\n   txg: %" PRIu64 "\n  used: %s on disk\ndatasets: %" PRIu64
+		       "\nsnapshots: %" PRIu64 "\n\nblocks:\n",
+		       name, store_pool_path(p), s.format_version, s.guid, s.txg, used, s.datasets,
+		       s.snapshots);
+		struct table t;
+		if ((r = table_init(&t, 5)) < 0) {
+			store_pool_close(p);
+			free(e);
+			return cli_fail(r, "status");
+		}
+		table_header(&t, 0, "\tCODEC", 0);
+		table_header(&t, 1, "BLOCKS", 1);
+		table_header(&t, 2, "LSIZE", 1);
+		table_header(&t, 3, "PSIZE", 1);
+		table_header(&t, 4, "RATIO", 1);
+		for (int id = 0; id < 4; id++)
+			for (int lv = 0; lv < 10; lv++) {
+				if (!s.codec_blocks[id][lv])
+					continue;
+				struct codec_spec cs = {(uint8_t)id, (uint8_t)lv};
+				char nm[32], b[32], l[32], ph[32], ra[32];
+				snprintf(nm, sizeof nm, "\t%s", codec_name(cs));
+				snprintf(b, sizeof b, "%" PRIu64, s.codec_blocks[id][lv]);
+				format_nicenum(s.codec_lbytes[id][lv], l, sizeof l, 1);
+				format_nicenum(s.codec_pbytes[id][lv], ph, sizeof ph, 1);
+				store_format_ratio(s.codec_lbytes[id][lv], s.codec_pbytes[id][lv], ra,
+						   sizeof ra, 0);
+				char *cells[5] = {nm, b, l, ph, ra};
+				if (table_add(&t, cells) < 0)
+					break;
+			}
+		if (t.nrows)
+			table_print(&t, stdout, 0);
+		else
+			printf("\tnone\n");
+		table_release(&t);
+		store_pool_close(p);
+	}
+	free(e);
+	return rc;
+}
+
+int cmd_pool(int argc, char **argv)
+{
+	if (argc < 2)
+		return cli_usage("usage: ferry pool create|import|export|list|status ...");
+	const char *sub = argv[1];
+	if (!strcmp(sub, "create"))
+		return pool_create(argc - 1, argv + 1);
+	if (!strcmp(sub, "import"))
+		return pool_import(argc - 1, argv + 1);
+	if (!strcmp(sub, "export"))
+		return pool_export(argc - 1, argv + 1);
+	if (!strcmp(sub, "list"))
+		return pool_list(argc - 1, argv + 1);
+	if (!strcmp(sub, "status"))
+		return pool_status(argc - 1, argv + 1);
+	return cli_usage("unknown pool command '%s' (create, import, export, list, status)", sub);
+}
