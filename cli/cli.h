@@ -20,6 +20,9 @@ typedef int (*cli_fn)(int argc, char **argv);
 int cli_usage(const char *fmt, ...) FERRY_PRINTF(1, 2);
 /* Prints "ferry: <msg>: <detail of r>" (one line) and returns EXIT_FAIL. */
 int cli_fail(int r, const char *fmt, ...) FERRY_PRINTF(2, 3);
+/* After getopt returned '?': names the bad option and the usage in one
+ * line; returns EXIT_USAGE. main() sets opterr = 0 so getopt stays quiet. */
+int cli_bad_option(char **argv, const char *usage);
 /* Prints "ferry: warning: <msg>" (one line). */
 void cli_warn(const char *fmt, ...) FERRY_PRINTF(1, 2);
 

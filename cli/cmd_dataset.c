@@ -45,8 +45,8 @@ int cmd_create(int argc, char **argv)
 				return r;
 			break;
 		default:
-			return cli_usage("usage: ferry create [-p] [-V size [-b blocksize]] "
-					 "[-o prop=val]... DATASET");
+			return cli_bad_option(argv, "usage: ferry create [-p] [-V size [-b blocksize]] "
+					      "[-o prop=val]... DATASET");
 		}
 	}
 	if (argc - optind != 1)
@@ -80,7 +80,7 @@ int cmd_destroy(int argc, char **argv)
 		if (c == 'r')
 			recursive = 1;
 		else
-			return cli_usage("usage: ferry destroy [-r] DATASET");
+			return cli_bad_option(argv, "usage: ferry destroy [-r] DATASET");
 	}
 	if (argc - optind != 1)
 		return cli_usage("usage: ferry destroy [-r] DATASET");
@@ -391,7 +391,7 @@ int cmd_list(int argc, char **argv)
 		case 'H': scripted = 1; break;
 		case 'p': rs.exact = 1; break;
 		case 'j': json = 1; break;
-		default: return cli_usage("%s", usage);
+		default: return cli_bad_option(argv, usage);
 		}
 	}
 	if (cli_split_list(cols, &rs.cols, &rs.ncols) < 0)
@@ -596,7 +596,7 @@ int cmd_get(int argc, char **argv)
 		case 'p': g.exact = 1; break;
 		case 'o': fields = optarg; break;
 		case 'j': json = 1; break;
-		default: return cli_usage("%s", usage);
+		default: return cli_bad_option(argv, usage);
 		}
 	}
 	if (argc - optind < 2)
@@ -692,7 +692,7 @@ int cmd_inherit(int argc, char **argv)
 		else if (c == 'S')
 			revert = 1;
 		else
-			return cli_usage("%s", usage);
+			return cli_bad_option(argv, usage);
 	}
 	if (argc - optind < 2)
 		return cli_usage("%s", usage);

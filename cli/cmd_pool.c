@@ -35,7 +35,7 @@ static int pool_create(int argc, char **argv)
 			if ((r = cli_parse_propset(optarg, props, 64, &nprops)) != EXIT_OK)
 				return r;
 		} else {
-			return cli_usage("usage: ferry pool create [-o prop=val]... NAME PATH");
+			return cli_bad_option(argv, "usage: ferry pool create [-o prop=val]... NAME PATH");
 		}
 	}
 	if (argc - optind != 2)
@@ -89,7 +89,7 @@ static int pool_list(int argc, char **argv)
 		case 'H': scripted = 1; break;
 		case 'p': exact = 1; break;
 		case 'j': json = 1; break;
-		default: return cli_usage("usage: ferry pool list [-H] [-p] [--json] [NAME]...");
+		default: return cli_bad_option(argv, "usage: ferry pool list [-H] [-p] [--json] [NAME]...");
 		}
 	}
 	if ((r = store_registry_list(&e, &n)) < 0)

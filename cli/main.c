@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -33,6 +34,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	opterr = 0;
 	if (argc < 2)
 		return usage(stderr), EXIT_USAGE;
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))
