@@ -1,0 +1,183 @@
+/* tests/unit/test_store.c — names, property validation, pools and datasets
+ * through the store API. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "store/store.h"
+
+static void test_names(void **state)
+{
+	static const struct { const char *n; int kind; int ok; } cases[] = {
+		{"tank", STORE_NAME_POOL, 1},
+		{"t-1_2.x", STORE_NAME_POOL, 1},
+		{"1tank", STORE_NAME_POOL, 0},
+		{"mirror", STORE_NAME_POOL, 0},
+		{"raidz2", STORE_NAME_POOL, 0},
+		{"ta/nk", STORE_NAME_POOL, 0},
+		{"ta:nk", STORE_NAME_POOL, 0},
+		{"", STORE_NAME_POOL, 0},
+		{"tank", STORE_NAME_DATASET, 1},
+		{"tank/a/b c/d:e.f-g_h", STORE_NAME_DATASET, 1},
+		{"tank/a..b", STORE_NAME_DATASET, 1},
+		{"tank/..", STORE_NAME_DATASET, 0},
+		{"tank/.", STORE_NAME_DATASET, 0},
+		{"tank/a/../b", STORE_NAME_DATASET, 0},
+		{"tank//a", STORE_NAME_DATASET, 0},
+		{"tank/a/", STORE_NAME_DATASET, 0},
+		{"/tank/a", STORE_NAME_DATASET, 0},
+		{"tank/a%b", STORE_NAME_DATASET, 0},
+		{"tank/a\nb", STORE_NAME_DATASET, 0},
+		{"tank/a@s", STORE_NAME_DATASET, 0},
+		{"tank/a@s", STORE_NAME_SNAPSHOT, 1},
+		{"tank@s", STORE_NAME_SNAPSHOT, 1},
+		{"tank/a@", STORE_NAME_SNAPSHOT, 0},
+		{"tank/a@s@t", STORE_NAME_SNAPSHOT, 0},
+		{"tank/a@s/t", STORE_NAME_SNAPSHOT, 0},
+		{"tank/a", STORE_NAME_SNAPSHOT, 0},
+		{"tank/a#m", STORE_NAME_BOOKMARK, 1},
+		{"tank/a#m@s", STORE_NAME_BOOKMARK, 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int r = store_name_check(cases[i].n, cases[i].kind);
+		if ((r == 0) != cases[i].ok)
+			fail_msg("name '%s' kind %d: got %d (%s)", cases[i].n, cases[i].kind, r,
+				 ferry_errmsg(r));
+	}
+	char longname[300];
+	memset(longname, 'a', sizeof longname);
+	memcpy(longname, "tank/", 5);
+	longname[255] = 0; /* exactly 255 characters */
+	assert_int_equal(store_name_check(longname, STORE_NAME_DATASET), 0);
+	memset(longname, 'a', sizeof longname);
+	memcpy(longname, "tank/", 5);
+	longname[256] = 0;
+	assert_int_equal(store_name_check(longname, STORE_NAME_DATASET), -FERR_NAME);
+}
+
+static void test_prop_validate(void **state)
+{
+	char c[64];
+	static const struct { const char *n, *v; int type, ok; const char *canon; } cases[] = {
+		{"compression", "gzip-6", STORE_DS_FILESYSTEM, 1, "gzip"},
+		{"compression", "on", STORE_DS_FILESYSTEM, 1, "on"},
+		{"compression", "gzip-10", STORE_DS_FILESYSTEM, 0, NULL},
+		{"compression", "GZIP", STORE_DS_FILESYSTEM, 0, NULL},
+		{"recordsize", "128K", STORE_DS_FILESYSTEM, 1, "131072"},
+		{"recordsize", "512", STORE_DS_FILESYSTEM, 1, "512"},
+		{"recordsize", "1M", STORE_DS_FILESYSTEM, 1, "1048576"},
+		{"recordsize", "2M", STORE_DS_FILESYSTEM, 0, NULL},
+		{"recordsize", "3K", STORE_DS_FILESYSTEM, 0, NULL},
+		{"recordsize", "256", STORE_DS_FILESYSTEM, 0, NULL},
+		{"recordsize", "128K", STORE_DS_VOLUME, 0, NULL},
+		{"volsize", "1G", STORE_DS_VOLUME, 1, "1073741824"},
+		{"volsize", "0", STORE_DS_VOLUME, 0, NULL},
+		{"source", "/srv", STORE_DS_FILESYSTEM, 1, "/srv"},
+		{"source", "srv", STORE_DS_FILESYSTEM, 0, NULL},
+		{"used", "1", STORE_DS_FILESYSTEM, 0, NULL},
+		{"a:b", "anything at all", STORE_DS_FILESYSTEM, 1, "anything at all"},
+		{"A:b", "x", STORE_DS_FILESYSTEM, 0, NULL},
+		{"nocolon", "x", STORE_DS_FILESYSTEM, 0, NULL},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int r = store_prop_validate(cases[i].n, cases[i].v, cases[i].type, 1, c, sizeof c);
+		if ((r == 0) != cases[i].ok)
+			fail_msg("%s=%s: got %d", cases[i].n, cases[i].v, r);
+		if (r == 0)
+			assert_string_equal(c, cases[i].canon);
+	}
+	/* volblocksize only at creation */
+	assert_int_equal(store_prop_validate("volblocksize", "8K", STORE_DS_VOLUME, 1, c, sizeof c), 0);
+	assert_int_equal(store_prop_validate("volblocksize", "8K", STORE_DS_VOLUME, 0, c, sizeof c),
+			 -FERR_PROP);
+}
+
+static void test_ratio(void **state)
+{
+	char b[32];
+	store_format_ratio(0, 0, b, sizeof b, 0);
+	assert_string_equal(b, "1.00x");
+	store_format_ratio(193, 100, b, sizeof b, 0);
+	assert_string_equal(b, "1.93x");
+	store_format_ratio(1000, 3, b, sizeof b, 1);
+	assert_string_equal(b, "333.33");
+	store_format_ratio(100, 100, b, sizeof b, 1);
+	assert_string_equal(b, "1.00");
+}
+
+static char tmpdir[256];
+
+static void test_pool_and_datasets(void **state)
+{
+	char path[512];
+	struct store_pool *p = NULL;
+	struct store_ds ds;
+	struct store_propval v;
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/ferry-unit.XXXXXX");
+	assert_non_null(mkdtemp(tmpdir));
+	snprintf(path, sizeof path, "%s/home", tmpdir);
+	setenv("FERRY_HOME", path, 1);
+	snprintf(path, sizeof path, "%s/tank", tmpdir);
+	struct store_propset props[] = {{"compression", "gzip-7"}};
+	assert_int_equal(store_pool_create("tank", path, props, 1), 0);
+	assert_int_equal(store_pool_create("tank", path, NULL, 0), -FERR_EXISTS);
+	assert_int_equal(store_pool_open("tank", 0, &p), 0);
+	assert_int_equal(store_ds_create(p, "tank/a/b", STORE_DS_FILESYSTEM, 0, NULL, 0), -FERR_NOENT);
+	assert_int_equal(store_ds_create(p, "tank/a/b", STORE_DS_FILESYSTEM, 1, NULL, 0), 0);
+	assert_int_equal(store_ds_lookup(p, "tank/a/b", &ds), 0);
+	assert_int_equal(store_prop_get(p, &ds, "compression", &v), 0);
+	assert_string_equal(v.value, "gzip-7");
+	assert_int_equal(v.source, STORE_SRC_INHERITED);
+	assert_string_equal(v.inherited_from, "tank");
+	struct codec_spec c;
+	assert_int_equal(store_ds_compression(p, &ds, &c), 0);
+	assert_int_equal(c.id, CODEC_GZIP);
+	assert_int_equal(c.level, 7);
+	/* a received value is shown until a local one is set */
+	struct store_propset rp[] = {{"compression", "zle"}};
+	assert_int_equal(store_prop_set(p, &ds, rp, 1, STORE_SRC_RECEIVED), 0);
+	assert_int_equal(store_prop_get(p, &ds, "compression", &v), 0);
+	assert_string_equal(v.value, "zle");
+	assert_int_equal(v.source, STORE_SRC_RECEIVED);
+	struct store_propset lp[] = {{"compression", "lz4"}};
+	assert_int_equal(store_prop_set(p, &ds, lp, 1, STORE_SRC_LOCAL), 0);
+	assert_int_equal(store_prop_get(p, &ds, "compression", &v), 0);
+	assert_int_equal(v.source, STORE_SRC_LOCAL);
+	assert_int_equal(store_prop_inherit(p, &ds, "compression", 0, 1), 0); /* -S */
+	assert_int_equal(store_prop_get(p, &ds, "compression", &v), 0);
+	assert_int_equal(v.source, STORE_SRC_RECEIVED);
+	assert_int_equal(store_prop_inherit(p, &ds, "compression", 0, 0), 0);
+	assert_int_equal(store_prop_get(p, &ds, "compression", &v), 0);
+	assert_int_equal(v.source, STORE_SRC_INHERITED);
+	/* nested transactions: an inner failure aborts the outer commit */
+	assert_int_equal(store_tx_begin(p), 0);
+	assert_int_equal(store_ds_create(p, "tank/c", STORE_DS_FILESYSTEM, 0, NULL, 0), 0);
+	store_tx_rollback(p);
+	assert_int_equal(store_ds_lookup(p, "tank/c", &ds), -FERR_NOENT);
+	assert_int_equal(store_ds_destroy(p, "tank/a", 0), -FERR_BUSY);
+	assert_int_equal(store_ds_destroy(p, "tank/a", 1), 0);
+	assert_int_equal(store_ds_lookup(p, "tank/a/b", &ds), -FERR_NOENT);
+	store_pool_close(p);
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_prop_validate),
+		cmocka_unit_test(test_ratio),
+		cmocka_unit_test(test_pool_and_datasets),
+	};
+	if (ferry_lib_init() < 0)
+		return 1;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
