@@ -64,9 +64,68 @@ static const char schema[] =
 	"  source INTEGER NOT NULL," /* enum store_prop_source: local or received */
 	"  PRIMARY KEY(ds_id, name, source));";
 
+/* Blocks, nodes and snapshots (issue 3). Kept apart from the base schema
+ * so pools made before these tables existed get them on their next open. */
+static const char schema_snap[] =
+	"CREATE TABLE IF NOT EXISTS packs("
+	"  id INTEGER PRIMARY KEY,"
+	"  name TEXT NOT NULL UNIQUE," /* file name under packs/ */
+	"  size INTEGER NOT NULL);"    /* bytes when last committed */
+	"CREATE TABLE IF NOT EXISTS blocks("
+	"  id INTEGER PRIMARY KEY,"
+	"  hash BLOB NOT NULL,"        /* BLAKE2b-256 of the logical content */
+	"  codec INTEGER NOT NULL,"    /* enum codec_id as stored (0: raw) */
+	"  level INTEGER NOT NULL,"
+	"  pack_id INTEGER NOT NULL,"
+	"  offset INTEGER NOT NULL,"   /* of the block header in the pack */
+	"  psize INTEGER NOT NULL,"
+	"  lsize INTEGER NOT NULL,"
+	"  UNIQUE(hash, codec, level));"
+	"CREATE INDEX IF NOT EXISTS blocks_pack ON blocks(pack_id);"
+	"CREATE TABLE IF NOT EXISTS nodes("
+	"  hash BLOB PRIMARY KEY,"     /* BLAKE2b-256(type || data) */
+	"  type INTEGER NOT NULL,"
+	"  data BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS snapshots("
+	"  id INTEGER PRIMARY KEY,"
+	"  ds_id INTEGER NOT NULL REFERENCES datasets(id),"
+	"  name TEXT NOT NULL,"
+	"  guid INTEGER NOT NULL,"
+	"  createtxg INTEGER NOT NULL,"
+	"  creation_ns INTEGER NOT NULL,"
+	"  root BLOB NOT NULL,"
+	"  referenced INTEGER NOT NULL DEFAULT 0,"
+	"  logicalreferenced INTEGER NOT NULL DEFAULT 0,"
+	"  written INTEGER NOT NULL DEFAULT 0,"
+	"  UNIQUE(ds_id, name));"
+	"CREATE INDEX IF NOT EXISTS snapshots_ds ON snapshots(ds_id, createtxg);"
+	"CREATE TABLE IF NOT EXISTS snap_blocks("
+	"  snap_id INTEGER NOT NULL,"
+	"  block_id INTEGER NOT NULL,"
+	"  PRIMARY KEY(snap_id, block_id)) WITHOUT ROWID;"
+	"CREATE INDEX IF NOT EXISTS snap_blocks_block ON snap_blocks(block_id);";
+
 int cat_schema_create(struct store_pool *p)
 {
-	return cat_exec(p, schema);
+	int r = cat_exec(p, schema);
+	if (r < 0)
+		return r;
+	return cat_exec(p, schema_snap);
+}
+
+int cat_schema_snap(struct store_pool *p)
+{
+	sqlite3_stmt *st = NULL;
+	int have = 0;
+	int r = cat_prepare(p, "SELECT count(*) FROM sqlite_master WHERE name = 'snap_blocks'", &st);
+	if (r < 0)
+		return r;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		have = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	if (have || (p->flags & STORE_OPEN_RDONLY))
+		return 0;
+	return cat_exec(p, schema_snap);
 }
 
 int cat_open(struct store_pool *p, int create)

@@ -51,4 +51,35 @@ int ds_destroy_contents(struct store_pool *p, const struct store_ds *ds) FERRY_W
 int prop_set(struct store_pool *p, const struct store_ds *ds,
 	     const struct store_propset *props, size_t n, int source, int create_time) FERRY_WUR;
 
+/* ---- snapshots, blocks and nodes (pack.c, snapshot.c, gc.c) ---------------- */
+/* Creates the block, node and snapshot tables when missing (new pools and
+ * pools made before they existed); run on every writable open. */
+int cat_schema_snap(struct store_pool *p) FERRY_WUR;
+
+#define PACK_DIR "packs"
+#define PACK_GC_LOCK "gc.lock"
+#define PACK_MAGIC "FRYPACK1"       /* 8 bytes at the start of every pack */
+#define PACK_HDR_LEN 16             /* magic, le32 version (1), le32 zero */
+#define PACK_BLK_MAGIC 0x4B4C4246u  /* "FBLK" little-endian */
+#define PACK_BLK_HDR_LEN 48         /* magic, codec, level, 2 zero, lsize, psize, hash */
+#define PACK_TARGET_SIZE ((uint64_t)64 << 20) /* a writer starts a new pack past this */
+
+/* Takes the pool's gc lock: shared for writers, exclusive for gc (which
+ * then fails with -FERR_BUSY rather than wait). *fd is the lock's fd;
+ * closing it releases the lock. */
+int pack_lock(struct store_pool *p, int exclusive, int *fd) FERRY_WUR;
+/* Encodes / parses a block header (PACK_BLK_HDR_LEN bytes). */
+void pack_blk_hdr_put(uint8_t *h, struct codec_spec c, uint32_t lsize, uint32_t psize,
+		      const uint8_t hash[FERRY_HASH_LEN]);
+int pack_blk_hdr_get(const uint8_t *h, struct codec_spec *c, uint32_t *lsize, uint32_t *psize,
+		     uint8_t hash[FERRY_HASH_LEN]) FERRY_WUR;
+/* Path of pack file name inside the pool. */
+void pack_path(const struct store_pool *p, const char *name, char *out, size_t n);
+/* Creates a new empty pack (header written) with a fresh random name;
+ * returns its fd (O_RDWR|O_APPEND) and name (17 bytes with NUL). */
+int pack_create(struct store_pool *p, int *fd, char name[32]) FERRY_WUR;
+
+/* Space figures of one snapshot id, from its block references. */
+int snap_figures(struct store_pool *p, int64_t snap_id, uint64_t *pbytes, uint64_t *lbytes) FERRY_WUR;
+
 #endif

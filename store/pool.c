@@ -141,6 +141,8 @@ static int pool_open_path(const char *name, const char *path, int flags, struct 
 			      path, buf, STORE_FORMAT_VERSION);
 		goto out;
 	}
+	if ((r = cat_schema_snap(p)) < 0)
+		goto out;
 	*out = p;
 	p = NULL;
 out:

@@ -183,4 +183,374 @@ int store_ds_space(struct store_pool *p, const struct store_ds *ds, struct store
 /* "1.93x" from logical and physical sizes (1.00x when physical is 0). */
 void store_format_ratio(uint64_t logical, uint64_t physical, char *buf, size_t n, int exact);
 
+/* ---- metadata nodes (node.c; formats in docs/ferry-nodes.md) --------------------
+ * Content-addressed: hash = BLAKE2b-256(type byte || bytes). All fields are
+ * little-endian and fixed width; the decoders are strict and safe on hostile
+ * input (a receiver runs them on what a stream brings). */
+#define NODE_MAX ((size_t)4 << 20)
+enum node_type {
+	NODE_DIR = 1,            /* directory entries, sorted by name */
+	NODE_BLOCKLIST = 2,      /* extents of a file or volume: blocks and holes */
+	NODE_BLOCKLIST_INDEX = 3,/* children blocklists (or indexes) with their spans */
+	NODE_EXT = 4,            /* subtype byte first: */
+};
+enum { NODE_EXT_DIR_INDEX = 1, NODE_EXT_ROOT = 2 };
+enum { NODE_ROOT_FILESYSTEM = 1, NODE_ROOT_VOLUME = 2 };
+enum node_ftype {
+	NODE_F_REG = 1, NODE_F_DIR = 2, NODE_F_SYMLINK = 3, NODE_F_FIFO = 4,
+	NODE_F_CHR = 5, NODE_F_BLK = 6,
+};
+#define NODE_NAME_MAX 255
+#define NODE_TARGET_MAX 4095
+#define NODE_XATTR_NAME_MAX 255
+#define NODE_XATTR_VALUE_MAX 65536
+#define NODE_XATTRS_MAX 1024
+#define NODE_INDEX_MAX 4096      /* children of an index node */
+#define NODE_BL_LEAF_RECORDS 1024 /* records per blocklist leaf written by capture */
+#define NODE_BL_MAX 4096         /* extents in one blocklist node */
+#define NODE_DEPTH_MAX 8         /* blocklist index levels */
+
+struct node_xattr {
+	const uint8_t *name;
+	size_t name_len;
+	const uint8_t *value;
+	size_t value_len;
+};
+
+/* One directory entry. Decoded entries borrow name/target/xattrs from the
+ * node bytes and the decoder's arrays. */
+struct node_entry {
+	const uint8_t *name;
+	size_t name_len;
+	uint8_t ftype;             /* enum node_ftype */
+	uint16_t mode;             /* permission bits incl. setuid/setgid/sticky */
+	uint32_t uid, gid;
+	int64_t mtime_sec;
+	uint32_t mtime_nsec;
+	int64_t ctime_sec;         /* capture cache: unchanged-file test */
+	uint32_t ctime_nsec;
+	uint64_t ino;              /* capture cache */
+	uint64_t size;             /* regular files; 0 otherwise */
+	uint32_t rdev_major, rdev_minor;
+	uint64_t link_id;          /* regular files with several links: same id = same inode */
+	const uint8_t *target;     /* symlinks */
+	size_t target_len;
+	size_t nxattr;
+	const struct node_xattr *xattrs; /* sorted by name, unique */
+	uint8_t child_type;        /* 0 none, or the node type of child */
+	uint8_t child[FERRY_HASH_LEN];
+};
+
+/* hash = BLAKE2b-256(type byte || data). */
+void node_hash(int type, const void *data, size_t len, uint8_t out[FERRY_HASH_LEN]);
+
+/* Appends one encoded entry to out (no validation beyond lengths). */
+int node_entry_encode(struct fbuf *out, const struct node_entry *e) FERRY_WUR;
+/* Checks one entry as the decoder does (names, types, modes, children). */
+int node_entry_check(const struct node_entry *e, int is_root) FERRY_WUR;
+
+/* A decoded directory (all chunks of an indexed one), owning its memory. */
+struct node_dir {
+	struct node_entry *ents;
+	size_t n;
+	uint8_t **bufs;            /* node bytes the entries point into */
+	size_t nbufs;
+	struct node_xattr **xas;
+	size_t nxas;
+};
+void node_dir_release(struct node_dir *d); /* d reusable (zeroed) afterwards */
+
+/* Decodes the bytes of one type-1 node, appending its entries to d (the
+ * caller keeps buf alive as long as d; node_dir_load does that). */
+int node_dir_decode(const uint8_t *buf, size_t len, struct node_dir *d) FERRY_WUR;
+
+/* Reads a node by hash into out (reset first) and gives its type. */
+typedef int (*node_read_fn)(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type,
+			    struct fbuf *out);
+/* Loads the directory hash (type 1, or type 4 dir index) through rd into d:
+ * every chunk decoded, names strictly sorted across chunks. */
+int node_dir_load(node_read_fn rd, void *arg, int type, const uint8_t hash[FERRY_HASH_LEN],
+		  struct node_dir *d) FERRY_WUR;
+
+/* Builds a directory from entries given in name order, split into chunks
+ * at content-defined boundaries, with an index node over them when there
+ * is more than one. put stores a node and returns its hash. */
+typedef int (*node_put_fn)(void *arg, int type, const uint8_t *data, size_t len,
+			   uint8_t hash[FERRY_HASH_LEN]);
+struct node_dir_builder {
+	node_put_fn put;
+	void *arg;
+	struct fbuf chunk;      /* u32 count placeholder + entries */
+	uint32_t chunk_n;
+	struct fbuf index;      /* index children so far */
+	uint32_t nchunks;
+	uint8_t first[NODE_NAME_MAX];
+	size_t first_len;
+	uint8_t last[NODE_NAME_MAX];
+	size_t last_len;
+};
+void node_dir_builder_init(struct node_dir_builder *b, node_put_fn put, void *arg);
+void node_dir_builder_release(struct node_dir_builder *b);
+/* Adds e (names must come strictly increasing). */
+int node_dir_builder_add(struct node_dir_builder *b, const struct node_entry *e) FERRY_WUR;
+/* Stores the last chunk (and the index) and gives the directory's node. */
+int node_dir_builder_finish(struct node_dir_builder *b, int *type,
+			    uint8_t hash[FERRY_HASH_LEN]) FERRY_WUR;
+
+/* One extent of a file: a block (hash, lsize) or a hole of len bytes. */
+struct node_extent {
+	int hole;
+	uint64_t len;               /* bytes covered: lsize for a block */
+	uint8_t hash[FERRY_HASH_LEN];
+};
+/* Walks the blocklist hash (type 2 or 3) through rd in file order, calling
+ * fn with each extent and its offset; checks that the extents cover exactly
+ * size bytes and that indexes are at most NODE_DEPTH_MAX deep. fn's nonzero
+ * result stops the walk and is returned. */
+typedef int (*node_extent_fn)(void *arg, const struct node_extent *x, uint64_t off);
+int node_bl_walk(node_read_fn rd, void *arg, int type, const uint8_t hash[FERRY_HASH_LEN],
+		 uint64_t size, node_extent_fn fn, void *fnarg) FERRY_WUR;
+/* Decoders for one node each (the walkers use them; exported for tests and
+ * for receivers that check nodes as they arrive). */
+int node_bl_decode(const uint8_t *buf, size_t len, struct node_extent **ext, size_t *n) FERRY_WUR;
+struct node_index_child {
+	uint64_t span;
+	uint8_t type;
+	uint8_t hash[FERRY_HASH_LEN];
+};
+int node_bli_decode(const uint8_t *buf, size_t len, struct node_index_child **kids,
+		    size_t *n) FERRY_WUR;
+
+/* Builds a file's blocklist from extents in order: leaves of
+ * NODE_BL_LEAF_RECORDS records (adjacent holes merged), with index levels
+ * above when there are several. */
+struct node_bl_builder {
+	node_put_fn put;
+	void *arg;
+	uint64_t leaf_span;         /* bytes per leaf: records × recordsize */
+	struct fbuf leaf;           /* u32 count + extents */
+	uint32_t leaf_n;
+	uint64_t leaf_off, pos;     /* where the leaf starts; bytes added so far */
+	int last_hole;              /* offset in leaf of the last hole's length, -1 */
+	size_t last_hole_at;
+	struct fbuf levels[NODE_DEPTH_MAX]; /* pending index children per level */
+	uint32_t level_n[NODE_DEPTH_MAX];
+	uint64_t level_span[NODE_DEPTH_MAX];
+};
+void node_bl_builder_init(struct node_bl_builder *b, node_put_fn put, void *arg,
+			  uint32_t recordsize);
+void node_bl_builder_release(struct node_bl_builder *b);
+int node_bl_builder_add(struct node_bl_builder *b, const struct node_extent *x) FERRY_WUR;
+/* The blocklist's node; *type 0 when nothing was added (empty file). */
+int node_bl_builder_finish(struct node_bl_builder *b, int *type,
+			   uint8_t hash[FERRY_HASH_LEN]) FERRY_WUR;
+
+/* Root nodes: kind (filesystem or volume) and the root entry. */
+int node_root_encode(struct fbuf *out, int kind, const struct node_entry *e) FERRY_WUR;
+/* Decodes a root node; e borrows from buf and xa (caller frees *xa). */
+int node_root_decode(const uint8_t *buf, size_t len, int *kind, struct node_entry *e,
+		     struct node_xattr **xa) FERRY_WUR;
+
+/* ---- blocks (pack.c) --------------------------------------------------------
+ * A block is named by the BLAKE2b-256 of its logical content and stored once
+ * per codec in append-only pack files under <pool>/packs/. */
+#define STORE_BLOCK_MAX ((size_t)16 << 20) /* largest logical block */
+
+/* A block ready for storage, from store_block_prepare or
+ * store_block_prepare_encoded. payload is borrowed (the source or the
+ * caller's scratch buffer) and lives as long as those. */
+struct store_block {
+	uint8_t hash[FERRY_HASH_LEN];  /* of the logical content */
+	struct codec_spec codec;       /* as stored: the policy codec, or off when raw */
+	int form;                      /* enum block_form */
+	uint32_t lsize, psize;
+	const uint8_t *payload;        /* psize bytes; NULL for a hole */
+};
+
+/* Hashes src and applies the ZFS storage rule of policy (codec_store_block).
+ * scratch must hold at least lsize bytes. Thread-safe, touches no pool.
+ * lsize must be 1..STORE_BLOCK_MAX. */
+int store_block_prepare(struct codec_spec policy, const void *src, size_t lsize,
+			void *scratch, size_t scratch_cap, struct store_block *out) FERRY_WUR;
+/* For a block that arrives already encoded with c (send -c / recv): decodes
+ * it into scratch (lsize bytes), checks the hash and fills out so the payload
+ * is stored as it is, without re-encoding. -FERR_CORRUPT when the payload
+ * does not decode to hash. Thread-safe. */
+int store_block_prepare_encoded(struct codec_spec c, const void *payload, size_t psize,
+				size_t lsize, const uint8_t hash[FERRY_HASH_LEN],
+				void *scratch, size_t scratch_cap,
+				struct store_block *out) FERRY_WUR;
+
+/* A writer: one open pack plus the blocks, nodes and references of one
+ * snapshot being built. Nothing it writes is visible in the catalogue until
+ * store_writer_commit_snapshot; pack data is fsynced before that commit.
+ * A writer holds the pool's gc lock shared, so `ferry gc` waits for it.
+ * One writer per concurrent capture/receive; not thread-safe itself. */
+struct store_writer;
+int store_writer_new(struct store_pool *p, struct store_writer **out) FERRY_WUR;
+/* Drops everything uncommitted (pack bytes written become garbage for gc). */
+void store_writer_free(struct store_writer *w);
+/* Stores b (unless the pool or this writer already has hash under the same
+ * codec) and references it from the snapshot being built. Holes are
+ * ignored. *stored (may be NULL) is 1 when bytes were written. */
+int store_writer_put(struct store_writer *w, const struct store_block *b, int *stored) FERRY_WUR;
+/* References an existing block by hash (any codec); -FERR_NOENT if the
+ * pool and this writer have no copy. */
+int store_writer_ref(struct store_writer *w, const uint8_t hash[FERRY_HASH_LEN]) FERRY_WUR;
+/* 1 when the pool or this writer holds hash under codec c, else 0. */
+int store_writer_has(struct store_writer *w, const uint8_t hash[FERRY_HASH_LEN],
+		     struct codec_spec c) FERRY_WUR;
+/* Stores a metadata node (type 1..4, len ≤ NODE_MAX) and writes its hash
+ * (BLAKE2b-256 of type byte || bytes) to hash_out. Deduplicated. */
+int store_writer_put_node(struct store_writer *w, int type, const void *data, size_t len,
+			  uint8_t hash_out[FERRY_HASH_LEN]) FERRY_WUR;
+/* Physical bytes and blocks written to packs so far by this writer. */
+void store_writer_counters(const struct store_writer *w, uint64_t *blocks, uint64_t *bytes);
+
+/* Commits the snapshot ds@name with root node root (a type-4 root node):
+ * fsyncs the packs, then in one catalogue transaction records the new
+ * blocks and nodes, the snapshot row and its block references. guid 0 means
+ * a new random guid; creation_ns 0 means now. The writer can then build
+ * another snapshot. *snap_id (may be NULL) receives the new row id. */
+int store_writer_commit_snapshot(struct store_writer *w, const struct store_ds *ds,
+				 const char *name, const uint8_t root[FERRY_HASH_LEN],
+				 uint64_t guid, uint64_t creation_ns,
+				 int64_t *snap_id) FERRY_WUR;
+
+/* A reader of blocks and nodes; keeps pack files open. Single-threaded. */
+struct store_reader;
+int store_reader_new(struct store_pool *p, struct store_reader **out) FERRY_WUR;
+void store_reader_free(struct store_reader *r);
+/* Reads block hash into dst (exactly lsize bytes, its logical size), decoded
+ * and verified against the hash. -FERR_NOENT if absent, -FERR_CORRUPT if the
+ * pack does not hold what the index says. */
+int store_block_read(struct store_reader *r, const uint8_t hash[FERRY_HASH_LEN], void *dst,
+		     size_t lsize) FERRY_WUR;
+/* Reads block hash as stored (for send -c): its codec, logical size, and
+ * payload appended to out (reset first). prefer: the copy in that codec if
+ * the pool has several. The payload is not decoded here. */
+int store_block_read_stored(struct store_reader *r, const uint8_t hash[FERRY_HASH_LEN],
+			    struct codec_spec prefer, struct codec_spec *codec,
+			    uint32_t *lsize, struct fbuf *out) FERRY_WUR;
+/* Reads node hash: its type and bytes (appended to out after a reset),
+ * verified against the hash. -FERR_NOENT if the pool does not have it. */
+int store_node_read(struct store_reader *r, const uint8_t hash[FERRY_HASH_LEN], int *type,
+		    struct fbuf *out) FERRY_WUR;
+/* 1 when the pool has node hash / some copy of block hash, else 0. */
+int store_node_has(struct store_reader *r, const uint8_t hash[FERRY_HASH_LEN]) FERRY_WUR;
+int store_block_has(struct store_reader *r, const uint8_t hash[FERRY_HASH_LEN]) FERRY_WUR;
+
+/* ---- snapshots (snapshot.c) ----------------------------------------------- */
+struct store_snap {
+	int64_t id;
+	int64_t ds_id;
+	char name[STORE_NAME_MAX + 1];     /* full: pool/ds@snap */
+	char snapname[STORE_NAME_MAX + 1]; /* after the '@' */
+	uint64_t guid;
+	uint64_t createtxg;
+	int64_t creation;                  /* seconds since the epoch */
+	uint64_t creation_ns;
+	uint8_t root[FERRY_HASH_LEN];      /* the root node (type 4, root kind) */
+	int ds_type;                       /* filesystem or volume */
+	uint64_t referenced, logicalreferenced, written;
+};
+/* Looks up "pool/ds@snap"; -FERR_NOENT if absent. */
+int store_snap_lookup(struct store_pool *p, const char *name, struct store_snap *out) FERRY_WUR;
+/* Calls fn for each snapshot of ds in creation order (createtxg); stops at
+ * and returns fn's first nonzero result. */
+typedef int (*store_snap_fn)(struct store_pool *p, const struct store_snap *s, void *arg);
+int store_snap_iter(struct store_pool *p, const struct store_ds *ds, store_snap_fn fn,
+		    void *arg) FERRY_WUR;
+/* The newest snapshot of ds; -FERR_NOENT when it has none. */
+int store_snap_newest(struct store_pool *p, const struct store_ds *ds, struct store_snap *out) FERRY_WUR;
+/* A snapshot as a store_ds of type STORE_DS_SNAPSHOT (id = snapshot id,
+ * parent_id = its dataset's id) so store_prop_get/store_ds_space work on it. */
+void store_snap_to_ds(const struct store_snap *s, struct store_ds *out);
+/* Space unique to one snapshot of its dataset (zfs "used" of a snapshot). */
+int store_snap_unique(struct store_pool *p, const struct store_snap *s, uint64_t *used) FERRY_WUR;
+
+/* Snapshot selection for destroy: "pool/ds@a", "pool/ds@a%b" (a through b
+ * in creation order, either side may be empty), or "pool/ds@a,b,c". With
+ * recursive, the same names in every descendant dataset (missing ones are
+ * skipped). Fills a malloc'd array (caller frees). */
+int store_snap_select(struct store_pool *p, const char *spec, int recursive,
+		      struct store_snap **out, size_t *n) FERRY_WUR;
+/* Bytes that destroying exactly the snapshots list[0..n) would free (zfs
+ * destroy -n -v "would reclaim"). */
+int store_snap_reclaim(struct store_pool *p, const struct store_snap *list, size_t n,
+		       uint64_t *bytes) FERRY_WUR;
+/* Destroys the snapshots, all or nothing. Their blocks become garbage for
+ * store_gc once nothing else references them. */
+int store_snap_destroy(struct store_pool *p, const struct store_snap *list, size_t n) FERRY_WUR;
+/* Makes snap the newest snapshot of its dataset: later snapshots are
+ * destroyed when recursive, else -FERR_EXISTS naming the first of them. */
+int store_snap_rollback(struct store_pool *p, const struct store_snap *s, int recursive) FERRY_WUR;
+
+/* ---- capture (capture*.c) -------------------------------------------------- */
+struct store_capture_stats {
+	uint64_t files_read, files_reused, files_changed_during, dirs, symlinks, specials;
+	uint64_t bytes_read;      /* logical bytes read from the source */
+	uint64_t blocks_written, bytes_written; /* new blocks and their packed bytes */
+	uint64_t blocks_total;    /* blocks referenced by the new snapshot */
+	uint64_t warnings, unreadable;
+};
+struct store_capture_opts {
+	const char *from;         /* NULL: the dataset's source property */
+	int cross_fs;             /* descend into other filesystems */
+	unsigned threads;         /* 0: one per CPU */
+	/* warn: a path that was skipped or changed, with why; progress: called
+	 * now and then with the running counters. Both may be NULL. */
+	void (*warn)(void *arg, const char *path, const char *msg);
+	void (*progress)(void *arg, const struct store_capture_stats *st);
+	void *arg;
+};
+/* Captures a snapshot ds@name. Incremental against ds's newest snapshot:
+ * files whose size, mtime, ctime and inode match are not read again.
+ * Returns 0, or -FERR_PARTIAL when the snapshot was committed but some
+ * entries could not be read (each reported through warn). */
+int store_capture(struct store_pool *p, const struct store_ds *ds, const char *name,
+		  const struct store_capture_opts *o, struct store_capture_stats *st) FERRY_WUR;
+
+/* ---- restore (restore*.c) --------------------------------------------------- */
+struct store_restore_opts {
+	const char *const *files; /* restore only these paths (relative to the snapshot root) */
+	size_t nfiles;
+	int force;                /* allow a non-empty target */
+	const char *format;       /* NULL: a tree into dir; "tar", "pax", "zip": an archive to fd */
+	int fd;                   /* archive output */
+	void (*warn)(void *arg, const char *path, const char *msg);
+	void *arg;
+};
+struct store_restore_stats {
+	uint64_t files, dirs, symlinks, specials, hardlinks, bytes, warnings;
+};
+/* Restores snapshot s into directory dir (created if missing), never
+ * writing outside it or following a symlink. A volume restores into the
+ * file dir names (an image, created or overwritten when force). Returns 0,
+ * or -FERR_PARTIAL when some attributes could not be set (warned). */
+int store_restore(struct store_pool *p, const struct store_snap *s, const char *dir,
+		  const struct store_restore_opts *o, struct store_restore_stats *st) FERRY_WUR;
+
+/* ---- diff (diff.c is part of snapshot.c) -------------------------------------
+ * change: 'M' modified, '+' added, '-' removed, 'R' renamed (path → newpath).
+ * ftype: one of the node entry types ('F' file, '/' dir, '@' symlink, '|' fifo,
+ * 'B' block device, 'C' char device) as zfs diff -F prints them. */
+typedef int (*store_diff_fn)(void *arg, char change, char ftype, const char *path,
+			     size_t path_len, const char *newpath, size_t newpath_len);
+/* Compares snapshot a with b (b NULL: not supported here; the caller picks
+ * the newer snapshot). Equal subtrees are skipped by hash. */
+int store_snap_diff(struct store_pool *p, const struct store_snap *a, const struct store_snap *b,
+		    store_diff_fn fn, void *arg) FERRY_WUR;
+
+/* ---- garbage collection (gc.c) ---------------------------------------------- */
+struct store_gc_stats {
+	uint64_t nodes_freed, blocks_freed, bytes_freed;
+	uint64_t packs_deleted, packs_rewritten, orphans_deleted;
+};
+/* Reclaims nodes and blocks no snapshot references: packs with no live
+ * block are deleted, packs mostly garbage are rewritten (live blocks copied
+ * to a new pack, fsynced, catalogue switched, old pack unlinked), then the
+ * catalogue is compacted. Waits for no writer: -FERR_BUSY if one runs. */
+int store_gc(struct store_pool *p, struct store_gc_stats *st) FERRY_WUR;
+
 #endif
