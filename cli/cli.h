@@ -34,5 +34,13 @@ int cmd_list(int argc, char **argv);
 int cmd_get(int argc, char **argv);
 int cmd_set(int argc, char **argv);
 int cmd_inherit(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
+int cmd_restore(int argc, char **argv);
+int cmd_rollback(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_gc(int argc, char **argv);
+/* destroy of snapshots (DATASET@NAME, a%b ranges, -r -n -v -p); argv as
+ * for cmd_destroy. cmd_destroy hands names containing '@' to it. */
+int cli_snap_destroy(int argc, char **argv);
 
 #endif

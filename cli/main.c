@@ -20,6 +20,11 @@ static const struct cli_cmd commands[] = {
 	{"get", cmd_get, "get [-r] [-d depth] [-H] [-p] [-o cols] [--json] PROP[,PROP]|all DATASET..."},
 	{"set", cmd_set, "set PROP=VALUE... DATASET"},
 	{"inherit", cmd_inherit, "inherit [-r] [-S] PROP DATASET..."},
+	{"snapshot", cmd_snapshot, "snapshot [-r] [-v] [--from PATH] DATASET@NAME..."},
+	{"restore", cmd_restore, "restore [--file PATH]... [--force] [-v] SNAPSHOT DIR | restore [--file PATH]... --format tar|pax|zip SNAPSHOT"},
+	{"rollback", cmd_rollback, "rollback [-r] SNAPSHOT"},
+	{"diff", cmd_diff, "diff [-F] SNAPSHOT [SNAPSHOT|DATASET]"},
+	{"gc", cmd_gc, "gc [-v] POOL"},
 	{"dump", cmd_dump, "dump [-v] [FILE]"},
 };
 

@@ -80,6 +80,10 @@ void pack_path(const struct store_pool *p, const char *name, char *out, size_t n
 int pack_create(struct store_pool *p, int *fd, char name[32]) FERRY_WUR;
 
 /* Space figures of one snapshot id, from its block references. */
+/* Runs one statement with a single integer parameter. */
+int cat_exec_i64(struct store_pool *p, const char *sql, int64_t v) FERRY_WUR;
+/* Fills the snapshot count and per-codec block figures of a pool (space.c). */
+int space_pool_stats(struct store_pool *p, struct store_pool_stats *s) FERRY_WUR;
 int snap_figures(struct store_pool *p, int64_t snap_id, uint64_t *pbytes, uint64_t *lbytes) FERRY_WUR;
 
 #endif

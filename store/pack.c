@@ -744,6 +744,7 @@ out:
 
 struct store_reader {
 	struct store_pool *p;
+	int lock_fd; /* gc lock held shared: packs do not vanish under a reader */
 	struct {
 		int64_t pack_id;
 		int fd;
@@ -764,6 +765,11 @@ int store_reader_new(struct store_pool *p, struct store_reader **out)
 	rd->p = p;
 	for (int i = 0; i < RD_FDS; i++)
 		rd->fds[i].fd = -1;
+	if (pack_lock(p, 0, &rd->lock_fd) < 0) {
+		/* a read-only pool directory: nobody can collect garbage there */
+		ferry_err_clear();
+		rd->lock_fd = -1;
+	}
 	if ((r = cat_prepare(p, "SELECT b.codec, b.level, b.pack_id, k.name, b.offset, b.psize,"
 			       " b.lsize FROM blocks b JOIN packs k ON k.id = b.pack_id"
 			       " WHERE b.hash = ?1 ORDER BY (b.codec = ?2 AND b.level = ?3) DESC,"
@@ -789,6 +795,8 @@ void store_reader_free(struct store_reader *rd)
 	sqlite3_finalize(rd->st_node);
 	sqlite3_finalize(rd->st_has_node);
 	sqlite3_finalize(rd->st_has_block);
+	if (rd->lock_fd >= 0)
+		close(rd->lock_fd);
 	free(rd->buf);
 	free(rd);
 }

@@ -373,6 +373,8 @@ int store_pool_stats(struct store_pool *p, struct store_pool_stats *out)
 	disk_bytes = 0;
 	nftw(p->path, du_cb, 16, FTW_PHYS);
 	s.disk_used = disk_bytes;
+	if ((r = space_pool_stats(p, &s)) < 0)
+		return r;
 	if (statvfs(p->path, &vfs) == 0) {
 		s.fs_size = (uint64_t)vfs.f_blocks * vfs.f_frsize;
 		s.fs_free = (uint64_t)vfs.f_bavail * vfs.f_frsize;

@@ -1,19 +1,140 @@
 /* store/space.c — space accounting and what a dataset owns besides its
- * catalogue row. Until snapshots hold data, every figure is zero. */
+ * catalogue row. Figures count stored blocks (psize physical, lsize
+ * logical); holes and metadata nodes are not counted. A dataset's "head" is
+ * its newest snapshot (the live data is the source directory, outside the
+ * pool), so referenced is the newest snapshot's, usedbysnapshots what the
+ * older snapshots hold beyond it, and used counts each block once per
+ * dataset, plus the children's used. */
 #include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
 
+/* Physical and logical bytes of the distinct blocks of each dataset in the
+ * subtree of ds_id (each block once per dataset). */
+static int subtree_blocks(struct store_pool *p, int64_t ds_id, int children_only, uint64_t *pb,
+			  uint64_t *lb)
+{
+	sqlite3_stmt *st = NULL;
+	int r = cat_prepare(p, "WITH RECURSIVE sub(id) AS (SELECT ?1 UNION ALL SELECT d.id FROM"
+			       " datasets d JOIN sub ON d.parent_id = sub.id)"
+			       " SELECT coalesce(sum(b.psize), 0), coalesce(sum(b.lsize), 0) FROM"
+			       " (SELECT DISTINCT s.ds_id, x.block_id FROM snapshots s"
+			       " JOIN snap_blocks x ON x.snap_id = s.id WHERE s.ds_id IN"
+			       " (SELECT id FROM sub) AND (?2 = 0 OR s.ds_id != ?1)) y"
+			       " JOIN blocks b ON b.id = y.block_id", &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(st, 1, ds_id);
+	sqlite3_bind_int(st, 2, children_only);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		*pb = (uint64_t)sqlite3_column_int64(st, 0);
+		*lb = (uint64_t)sqlite3_column_int64(st, 1);
+	} else {
+		r = cat_err(p, "computing space");
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
 int store_ds_space(struct store_pool *p, const struct store_ds *ds, struct store_space *out)
 {
-	memset(out, 0, sizeof *out);
+	struct store_space s;
+	int r;
+	memset(&s, 0, sizeof s);
+	if (ds->type == STORE_DS_SNAPSHOT) {
+		struct store_snap sn;
+		sqlite3_stmt *st = NULL;
+		if ((r = cat_prepare(p, "SELECT referenced, logicalreferenced, written, ds_id"
+				       " FROM snapshots WHERE id = ?", &st)) < 0)
+			return r;
+		sqlite3_bind_int64(st, 1, ds->id);
+		int rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			s.referenced = (uint64_t)sqlite3_column_int64(st, 0);
+			s.logicalreferenced = (uint64_t)sqlite3_column_int64(st, 1);
+			s.written = (uint64_t)sqlite3_column_int64(st, 2);
+			memset(&sn, 0, sizeof sn);
+			sn.id = ds->id;
+			sn.ds_id = sqlite3_column_int64(st, 3);
+		} else {
+			r = rc == SQLITE_DONE ? ferry_err(FERR_NOENT, "snapshot '%s' does not exist",
+							  ds->name)
+					      : cat_err(p, "reading snapshot space");
+		}
+		sqlite3_finalize(st);
+		if (r < 0)
+			return r;
+		if ((r = store_snap_unique(p, &sn, &s.used)) < 0)
+			return r;
+		/* zfs: a snapshot's logicalused is its logicalreferenced */
+		s.logicalused = s.logicalreferenced;
+		*out = s;
+		return 0;
+	}
+	uint64_t own_p = 0, own_l = 0, all_p = 0, all_l = 0;
+	if ((r = subtree_blocks(p, ds->id, 0, &all_p, &all_l)) < 0)
+		return r;
+	{
+		uint64_t ch_p = 0, ch_l = 0;
+		if ((r = subtree_blocks(p, ds->id, 1, &ch_p, &ch_l)) < 0)
+			return r;
+		own_p = all_p - ch_p;
+		own_l = all_l - ch_l;
+	}
+	struct store_snap newest;
+	r = store_snap_newest(p, ds, &newest);
+	if (r == 0) {
+		s.referenced = newest.referenced;
+		s.logicalreferenced = newest.logicalreferenced;
+	} else if (r == -FERR_NOENT) {
+		ferry_err_clear();
+	} else {
+		return r;
+	}
+	s.used = all_p;
+	s.logicalused = all_l;
+	s.usedbysnapshots = own_p > s.referenced ? own_p - s.referenced : 0;
+	(void)own_l;
+	s.written = 0; /* nothing is written after the newest snapshot */
+	*out = s;
 	return 0;
 }
 
 int ds_destroy_contents(struct store_pool *p, const struct store_ds *ds)
 {
-	return 0;
+	int r;
+	if ((r = cat_exec_i64(p, "DELETE FROM snap_blocks WHERE snap_id IN (SELECT id FROM"
+				 " snapshots WHERE ds_id = ?)", ds->id)) < 0)
+		return r;
+	return cat_exec_i64(p, "DELETE FROM snapshots WHERE ds_id = ?", ds->id);
+}
+
+int space_pool_stats(struct store_pool *p, struct store_pool_stats *s)
+{
+	sqlite3_stmt *st = NULL;
+	int r = cat_prepare(p, "SELECT count(*) FROM snapshots", &st);
+	if (r < 0)
+		return r;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		s->snapshots = (uint64_t)sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if ((r = cat_prepare(p, "SELECT codec, level, count(*), sum(lsize), sum(psize) FROM blocks"
+			       " GROUP BY codec, level", &st)) < 0)
+		return r;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int c = sqlite3_column_int(st, 0), l = sqlite3_column_int(st, 1);
+		if (c < 0 || c >= 4 || l < 0 || l >= 10)
+			continue;
+		s->codec_blocks[c][l] = (uint64_t)sqlite3_column_int64(st, 2);
+		s->codec_lbytes[c][l] = (uint64_t)sqlite3_column_int64(st, 3);
+		s->codec_pbytes[c][l] = (uint64_t)sqlite3_column_int64(st, 4);
+	}
+	if (rc != SQLITE_DONE)
+		r = cat_err(p, "counting blocks");
+	sqlite3_finalize(st);
+	return r;
 }
 
 void store_format_ratio(uint64_t logical, uint64_t physical, char *buf, size_t n, int exact)

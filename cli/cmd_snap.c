@@ -1,0 +1,451 @@
+/* cli/cmd_snap.c — snapshot, restore, rollback, diff, gc, and destroy of
+ * snapshots (called by cmd_destroy for names with '@'). Parsing and
+ * printing only; the work is in store/. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../store/store.h"
+#include "cli.h"
+
+/* Prints bytes as zfs diff does: printable ASCII as is, the rest (and
+ * backslash, space) as \0ooo. */
+static void put_escaped(FILE *f, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c <= ' ' || c >= 0x7f || c == '\\')
+			fprintf(f, "\\%04o", c);
+		else
+			fputc(c, f);
+	}
+}
+
+static void warn_cb(void *arg, const char *path, const char *msg)
+{
+	fputs("ferry: warning: ", stderr);
+	put_escaped(stderr, path, strlen(path));
+	fprintf(stderr, ": %s\n", msg);
+}
+
+struct snap_progress {
+	const char *name;
+	int shown;
+};
+
+static void progress_cb(void *arg, const struct store_capture_stats *st)
+{
+	struct snap_progress *pg = arg;
+	char rd[16], wr[16];
+	format_nicenum(st->bytes_read, rd, sizeof rd, 1);
+	format_nicenum(st->bytes_written, wr, sizeof wr, 1);
+	fprintf(stderr, "\r%s: %" PRIu64 " files read, %" PRIu64 " reused, %s read, %s written   ",
+		pg->name, st->files_read, st->files_reused, rd, wr);
+	pg->shown = 1;
+}
+
+static int snapshot_one(struct store_pool *p, const struct store_ds *ds, const char *snap,
+			const char *from, int verbose)
+{
+	struct store_capture_stats st;
+	struct store_capture_opts o;
+	struct snap_progress pg;
+	char full[2 * STORE_NAME_MAX + 2];
+	snprintf(full, sizeof full, "%s@%s", ds->name, snap);
+	memset(&o, 0, sizeof o);
+	pg.name = full;
+	pg.shown = 0;
+	o.from = from;
+	o.warn = warn_cb;
+	o.arg = &pg;
+	if (isatty(2))
+		o.progress = progress_cb;
+	uint64_t t0 = ferry_now_ns();
+	int r = store_capture(p, ds, snap, &o, &st);
+	if (pg.shown)
+		fputc('\n', stderr);
+	if (r < 0 && r != -FERR_PARTIAL)
+		return cli_fail(r, "cannot snapshot '%s'", full);
+	if (verbose) {
+		double secs = (double)(ferry_now_ns() - t0) / 1e9;
+		printf("%s: files read %" PRIu64 ", files reused %" PRIu64 ", dirs %" PRIu64
+		       ", blocks written %" PRIu64 ", bytes written %" PRIu64 ", bytes read %" PRIu64
+		       ", blocks %" PRIu64 ", warnings %" PRIu64 ", %.2fs\n",
+		       full, st.files_read, st.files_reused, st.dirs, st.blocks_written,
+		       st.bytes_written, st.bytes_read, st.blocks_total, st.warnings, secs);
+		fflush(stdout);
+	}
+	if (r == -FERR_PARTIAL) {
+		cli_warn("%s", ferry_errmsg(r));
+		return EXIT_PARTIAL;
+	}
+	return EXIT_OK;
+}
+
+struct snap_walk {
+	const char *snap;
+	int verbose;
+	int rc;
+};
+
+static int snapshot_walk_cb(struct store_pool *p, const struct store_ds *ds, void *arg)
+{
+	struct snap_walk *w = arg;
+	struct store_propval v;
+	if (ds->type == STORE_DS_FILESYSTEM &&
+	    (store_prop_get(p, ds, "source", &v) < 0 || !strcmp(v.exact, "none"))) {
+		ferry_err_clear();
+		cli_warn("%s has no source directory; not snapshotted", ds->name);
+		return 0;
+	}
+	if (ds->type == STORE_DS_VOLUME) {
+		cli_warn("%s is a volume: snapshot it with --from IMAGE; not snapshotted", ds->name);
+		return 0;
+	}
+	int rc = snapshot_one(p, ds, w->snap, NULL, w->verbose);
+	if (rc > w->rc)
+		w->rc = rc;
+	return 0;
+}
+
+int cmd_snapshot(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"from", required_argument, NULL, 'f'},
+		{"verbose", no_argument, NULL, 'v'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *usage = "usage: ferry snapshot [-r] [-v] [--from PATH] DATASET@NAME...";
+	const char *from = NULL;
+	int c, recursive = 0, verbose = 0, rc = EXIT_OK;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+rv", lo, NULL)) != -1) {
+		if (c == 'r')
+			recursive = 1;
+		else if (c == 'v')
+			verbose = 1;
+		else if (c == 'f')
+			from = optarg;
+		else
+			return cli_usage("%s", usage);
+	}
+	if (optind >= argc)
+		return cli_usage("%s", usage);
+	if (from && recursive)
+		return cli_usage("snapshot: --from and -r cannot be combined");
+	if (from && argc - optind > 1)
+		return cli_usage("snapshot: --from takes one snapshot name");
+	for (int i = optind; i < argc; i++) {
+		const char *name = argv[i];
+		const char *at = strchr(name, '@');
+		struct store_pool *p = NULL;
+		struct store_ds ds;
+		char dsname[STORE_NAME_MAX + 1];
+		int r;
+		if (!at || at == name || !at[1] || (size_t)(at - name) > STORE_NAME_MAX)
+			return cli_usage("snapshot: '%s' is not DATASET@NAME", name);
+		if ((r = store_name_check(name, STORE_NAME_SNAPSHOT)) < 0)
+			return cli_fail(r, "cannot snapshot '%s'", name);
+		memcpy(dsname, name, (size_t)(at - name));
+		dsname[at - name] = 0;
+		if ((r = store_pool_open_for(dsname, 0, &p)) < 0)
+			return cli_fail(r, "cannot snapshot '%s'", name);
+		if ((r = store_ds_lookup(p, dsname, &ds)) < 0) {
+			store_pool_close(p);
+			return cli_fail(r, "cannot snapshot '%s'", name);
+		}
+		int one;
+		if (recursive) {
+			struct snap_walk w = {at + 1, verbose, EXIT_OK};
+			r = store_ds_walk(p, &ds, -1, snapshot_walk_cb, &w);
+			one = r < 0 ? cli_fail(r, "cannot snapshot '%s'", name) : w.rc;
+		} else {
+			one = snapshot_one(p, &ds, at + 1, from, verbose);
+		}
+		store_pool_close(p);
+		if (one == EXIT_FAIL)
+			return one;
+		if (one > rc)
+			rc = one;
+	}
+	return rc;
+}
+
+static void rwarn_cb(void *arg, const char *path, const char *msg)
+{
+	warn_cb(arg, path, msg);
+}
+
+int cmd_restore(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"file", required_argument, NULL, 'F'},
+		{"force", no_argument, NULL, 'f'},
+		{"format", required_argument, NULL, 'T'},
+		{"verbose", no_argument, NULL, 'v'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *usage = "usage: ferry restore [--file PATH]... [--force] [-v] SNAPSHOT DIR | "
+			    "ferry restore [--file PATH]... --format tar|pax|zip SNAPSHOT > FILE";
+	const char **files = NULL;
+	size_t nfiles = 0;
+	const char *format = NULL;
+	int c, force = 0, verbose = 0, rc;
+	optind = 1;
+	files = calloc((size_t)argc, sizeof *files);
+	if (!files)
+		return cli_fail(-FERR_NOMEM, "restore");
+	while ((c = getopt_long(argc, argv, "+v", lo, NULL)) != -1) {
+		if (c == 'F')
+			files[nfiles++] = optarg;
+		else if (c == 'f')
+			force = 1;
+		else if (c == 'T')
+			format = optarg;
+		else if (c == 'v')
+			verbose = 1;
+		else {
+			free(files);
+			return cli_usage("%s", usage);
+		}
+	}
+	if (argc - optind != (format ? 1 : 2)) {
+		free(files);
+		return cli_usage("%s", usage);
+	}
+	if (format && strcmp(format, "tar") && strcmp(format, "pax") && strcmp(format, "zip")) {
+		free(files);
+		return cli_usage("restore: unknown format '%s' (tar, pax, zip)", format);
+	}
+	if (format && isatty(1)) {
+		free(files);
+		return cli_usage("restore: refusing to write an archive to a terminal");
+	}
+	const char *name = argv[optind];
+	struct store_pool *p = NULL;
+	struct store_snap s;
+	struct store_restore_opts o;
+	struct store_restore_stats st;
+	int r;
+	if ((r = store_pool_open_for(name, STORE_OPEN_RDONLY, &p)) < 0 ||
+	    (r = store_snap_lookup(p, name, &s)) < 0) {
+		store_pool_close(p);
+		free(files);
+		return cli_fail(r, "cannot restore '%s'", name);
+	}
+	memset(&o, 0, sizeof o);
+	o.files = files;
+	o.nfiles = nfiles;
+	o.force = force;
+	o.format = format;
+	o.fd = 1;
+	o.warn = rwarn_cb;
+	r = store_restore(p, &s, format ? NULL : argv[optind + 1], &o, &st);
+	store_pool_close(p);
+	free(files);
+	if (r < 0 && r != -FERR_PARTIAL)
+		return cli_fail(r, "cannot restore '%s'", name);
+	if (verbose)
+		fprintf(format ? stderr : stdout,
+			"restored %s: %" PRIu64 " files, %" PRIu64 " hardlinks, %" PRIu64
+			" dirs, %" PRIu64 " symlinks, %" PRIu64 " special, %" PRIu64 " bytes\n",
+			name, st.files, st.hardlinks, st.dirs, st.symlinks, st.specials, st.bytes);
+	rc = EXIT_OK;
+	if (r == -FERR_PARTIAL) {
+		cli_warn("%s", ferry_errmsg(r));
+		rc = EXIT_PARTIAL;
+	}
+	return rc;
+}
+
+int cmd_rollback(int argc, char **argv)
+{
+	const char *usage = "usage: ferry rollback [-r] SNAPSHOT";
+	int c, recursive = 0, r;
+	optind = 1;
+	while ((c = getopt(argc, argv, "+rRf")) != -1) {
+		if (c == 'r' || c == 'R')
+			recursive = 1;
+		else if (c != 'f')
+			return cli_usage("%s", usage);
+	}
+	if (argc - optind != 1)
+		return cli_usage("%s", usage);
+	const char *name = argv[optind];
+	struct store_pool *p = NULL;
+	struct store_snap s;
+	if ((r = store_pool_open_for(name, 0, &p)) < 0 || (r = store_snap_lookup(p, name, &s)) < 0 ||
+	    (r = store_snap_rollback(p, &s, recursive)) < 0) {
+		store_pool_close(p);
+		return cli_fail(r, "cannot rollback to '%s'", name);
+	}
+	store_pool_close(p);
+	return EXIT_OK;
+}
+
+struct diff_out {
+	int types;
+};
+
+static int diff_cb(void *arg, char change, char ftype, const char *path, size_t path_len,
+		   const char *newpath, size_t newpath_len)
+{
+	struct diff_out *d = arg;
+	putchar(change);
+	putchar('\t');
+	if (d->types) {
+		putchar(ftype);
+		putchar('\t');
+	}
+	put_escaped(stdout, path, path_len);
+	if (newpath) {
+		fputs(" -> ", stdout);
+		put_escaped(stdout, newpath, newpath_len);
+	}
+	putchar('\n');
+	return ferror(stdout) ? ferry_err(FERR_IO, "writing the diff") : 0;
+}
+
+int cmd_diff(int argc, char **argv)
+{
+	const char *usage = "usage: ferry diff [-F] SNAPSHOT [SNAPSHOT|DATASET]";
+	int c, r;
+	struct diff_out d = {0};
+	optind = 1;
+	while ((c = getopt(argc, argv, "+FH")) != -1) {
+		if (c == 'F')
+			d.types = 1;
+		else if (c != 'H')
+			return cli_usage("%s", usage);
+	}
+	if (argc - optind < 1 || argc - optind > 2)
+		return cli_usage("%s", usage);
+	const char *a = argv[optind], *b = argc - optind == 2 ? argv[optind + 1] : NULL;
+	struct store_pool *p = NULL;
+	struct store_snap sa, sb;
+	struct store_ds ds;
+	char bname[2 * STORE_NAME_MAX + 2];
+	if ((r = store_pool_open_for(a, STORE_OPEN_RDONLY, &p)) < 0 ||
+	    (r = store_snap_lookup(p, a, &sa)) < 0)
+		goto fail;
+	if (b && b[0] == '@') {
+		size_t n = strcspn(a, "@");
+		snprintf(bname, sizeof bname, "%.*s%s", (int)n, a, b);
+		b = bname;
+	}
+	if (b && strchr(b, '@')) {
+		if ((r = store_snap_lookup(p, b, &sb)) < 0)
+			goto fail;
+	} else {
+		char dsname[STORE_NAME_MAX + 1];
+		size_t n = strcspn(b ? b : a, "@");
+		snprintf(dsname, sizeof dsname, "%.*s", (int)n, b ? b : a);
+		if ((r = store_ds_lookup(p, dsname, &ds)) < 0 || (r = store_snap_newest(p, &ds, &sb)) < 0)
+			goto fail;
+	}
+	if (sa.ds_id == sb.ds_id && sa.createtxg > sb.createtxg) {
+		r = ferry_err(FERR_INVAL, "'%s' is newer than '%s'", sa.name, sb.name);
+		goto fail;
+	}
+	r = store_snap_diff(p, &sa, &sb, diff_cb, &d);
+	if (r < 0)
+		goto fail;
+	store_pool_close(p);
+	return fflush(stdout) == 0 ? EXIT_OK : cli_fail(-FERR_IO, "diff: cannot write");
+fail:
+	store_pool_close(p);
+	return cli_fail(r, "cannot diff '%s'", a);
+}
+
+int cmd_gc(int argc, char **argv)
+{
+	int c, r, verbose = 0;
+	optind = 1;
+	while ((c = getopt(argc, argv, "+v")) != -1) {
+		if (c == 'v')
+			verbose = 1;
+		else
+			return cli_usage("usage: ferry gc [-v] POOL");
+	}
+	if (argc - optind != 1)
+		return cli_usage("usage: ferry gc [-v] POOL");
+	struct store_pool *p = NULL;
+	struct store_gc_stats st;
+	if ((r = store_pool_open(argv[optind], 0, &p)) < 0 || (r = store_gc(p, &st)) < 0) {
+		store_pool_close(p);
+		return cli_fail(r, "cannot collect garbage in '%s'", argv[optind]);
+	}
+	store_pool_close(p);
+	if (verbose) {
+		char b[16];
+		format_nicenum(st.bytes_freed, b, sizeof b, 1);
+		printf("freed %" PRIu64 " blocks (%s), %" PRIu64 " nodes; packs: %" PRIu64
+		       " deleted, %" PRIu64 " rewritten, %" PRIu64 " orphans removed\n",
+		       st.blocks_freed, b, st.nodes_freed, st.packs_deleted, st.packs_rewritten,
+		       st.orphans_deleted);
+	}
+	return EXIT_OK;
+}
+
+int cli_snap_destroy(int argc, char **argv)
+{
+	const char *usage = "usage: ferry destroy [-r] [-n] [-v] [-p] DATASET@NAME[%NAME][,NAME]...";
+	int c, r, recursive = 0, dry = 0, verbose = 0, exact = 0;
+	optind = 1;
+	while ((c = getopt(argc, argv, "+rRnvpf")) != -1) {
+		switch (c) {
+		case 'r':
+		case 'R':
+			recursive = 1;
+			break;
+		case 'n':
+			dry = 1;
+			break;
+		case 'v':
+			verbose = 1;
+			break;
+		case 'p':
+			exact = 1;
+			break;
+		case 'f':
+			break;
+		default:
+			return cli_usage("%s", usage);
+		}
+	}
+	if (argc - optind != 1)
+		return cli_usage("%s", usage);
+	const char *spec = argv[optind];
+	struct store_pool *p = NULL;
+	struct store_snap *list = NULL;
+	size_t n = 0;
+	uint64_t bytes = 0;
+	if ((r = store_pool_open_for(spec, dry ? STORE_OPEN_RDONLY : 0, &p)) < 0 ||
+	    (r = store_snap_select(p, spec, recursive, &list, &n)) < 0 ||
+	    ((verbose || dry) && (r = store_snap_reclaim(p, list, n, &bytes)) < 0))
+		goto fail;
+	if (verbose) {
+		for (size_t i = 0; i < n; i++)
+			printf(exact ? "%sdestroy\t%s\n" : "%sdestroy %s\n", dry ? "would " : "",
+			       list[i].name);
+		char b[16];
+		format_nicenum(bytes, b, sizeof b, 0);
+		if (exact)
+			printf("%sreclaim\t%" PRIu64 "\n", dry ? "would " : "", bytes);
+		else
+			printf("%sreclaim %s\n", dry ? "would " : "", b);
+	}
+	if (!dry && (r = store_snap_destroy(p, list, n)) < 0)
+		goto fail;
+	free(list);
+	store_pool_close(p);
+	return EXIT_OK;
+fail:
+	free(list);
+	store_pool_close(p);
+	return cli_fail(r, "cannot destroy '%s'", spec);
+}

@@ -1,0 +1,1117 @@
+/* store/capture.c — capturing a directory tree or a volume image into a
+ * snapshot.
+ *
+ * The main thread walks the tree (openat/O_NOFOLLOW, one filesystem) and
+ * reads files record by record, skipping holes with SEEK_DATA/SEEK_HOLE; the
+ * hashing and compression of each record run on the worker pool, and results
+ * come back in submission order, so each file's blocklist is built in file
+ * order on the main thread, which alone talks to the writer and catalogue.
+ * A directory's node is built once all jobs of its files are collected.
+ *
+ * Incremental: entries of the dataset's newest snapshot are matched by name;
+ * a regular file with the same size, mtime, ctime and inode keeps its
+ * blocklist without being read (its blocks are only referenced). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+enum { JOB_DATA, JOB_HOLE, JOB_END };
+
+struct cfile;
+
+struct job {
+	int kind;
+	struct cfile *f;
+	uint8_t *data;
+	uint8_t *scratch;
+	size_t len;
+	uint64_t hole;
+	struct store_block blk;
+	struct job *next;
+};
+
+/* A regular file whose blocklist is being built. */
+struct cfile {
+	struct node_bl_builder bl;
+	int done;
+	int type;
+	uint8_t hash[FERRY_HASH_LEN];
+	struct link *link; /* hardlink map slot to fill when done */
+};
+
+struct link {
+	dev_t dev;
+	ino_t ino;
+	int used, ready;
+	int type;
+	uint8_t hash[FERRY_HASH_LEN];
+	uint64_t size;
+};
+
+/* An entry of the directory being captured, owning its strings. */
+struct centry {
+	struct node_entry e;
+	char *name;
+	uint8_t *target;
+	struct node_xattr *xa;
+	uint8_t *xabuf;
+	struct cfile *file;
+};
+
+struct cap {
+	struct store_pool *p;
+	const struct store_ds *ds;
+	const struct store_capture_opts *o;
+	struct store_capture_stats *st;
+	struct store_writer *w;
+	struct store_reader *rd;
+	struct codec_spec policy;
+	uint32_t rs;
+	dev_t dev;
+	struct workq *q;
+	struct job *free_jobs;
+	struct link *links;
+	size_t nlinks, caplinks;
+	struct fbuf path;
+	uint64_t last_progress;
+	int partial;
+};
+
+static int job_fn(void *jv, void *ctx)
+{
+	struct job *j = jv;
+	struct cap *c = ctx;
+	if (j->kind != JOB_DATA)
+		return 0;
+	return store_block_prepare(c->policy, j->data, j->len, j->scratch, c->rs, &j->blk);
+}
+
+static int put_node(void *arg, int type, const uint8_t *data, size_t len, uint8_t *hash)
+{
+	struct cap *c = arg;
+	return store_writer_put_node(c->w, type, data, len, hash);
+}
+
+static int rd_node(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, struct fbuf *out)
+{
+	return store_node_read(arg, hash, type, out);
+}
+
+static void warn(struct cap *c, const char *msg, int unreadable)
+{
+	c->st->warnings++;
+	if (unreadable) {
+		c->st->unreadable++;
+		c->partial = 1;
+	}
+	if (c->o->warn) {
+		if (fbuf_putc(&c->path, 0) == 0)
+			c->path.len--;
+		c->o->warn(c->o->arg, c->path.len ? (const char *)c->path.data : ".", msg);
+	}
+}
+
+static void progress(struct cap *c, int force)
+{
+	if (!c->o->progress)
+		return;
+	uint64_t now = ferry_now_ns();
+	if (!force && now - c->last_progress < 500000000u)
+		return;
+	c->last_progress = now;
+	store_writer_counters(c->w, &c->st->blocks_written, &c->st->bytes_written);
+	c->o->progress(c->o->arg, c->st);
+}
+
+/* ---- the job pipeline ------------------------------------------------------------ */
+
+static int job_get(struct cap *c, struct job **out)
+{
+	struct job *j = c->free_jobs;
+	if (j) {
+		c->free_jobs = j->next;
+	} else {
+		j = calloc(1, sizeof *j);
+		if (!j || !(j->data = malloc(c->rs)) || !(j->scratch = malloc(c->rs))) {
+			if (j) {
+				free(j->data);
+				free(j);
+			}
+			return ferry_err(FERR_NOMEM, "capture buffers");
+		}
+	}
+	*out = j;
+	return 0;
+}
+
+static void job_put(struct cap *c, struct job *j)
+{
+	j->next = c->free_jobs;
+	c->free_jobs = j;
+}
+
+static int finish_file(struct cap *c, struct cfile *f)
+{
+	int r = node_bl_builder_finish(&f->bl, &f->type, f->hash);
+	if (r < 0)
+		return r;
+	f->done = 1;
+	if (f->link) {
+		f->link->type = f->type;
+		memcpy(f->link->hash, f->hash, FERRY_HASH_LEN);
+		f->link->ready = 1;
+		f->link = NULL;
+	}
+	return 0;
+}
+
+static int collect_one(struct cap *c)
+{
+	void *jv;
+	int res, r, stored = 0;
+	r = workq_collect(c->q, &jv, &res);
+	if (r <= 0)
+		return r;
+	struct job *j = jv;
+	if (res < 0) {
+		job_put(c, j);
+		return res;
+	}
+	struct node_extent x;
+	memset(&x, 0, sizeof x);
+	switch (j->kind) {
+	case JOB_DATA:
+		if ((r = store_writer_put(c->w, &j->blk, &stored)) < 0)
+			break;
+		c->st->blocks_total += j->blk.form != BLOCK_HOLE;
+		x.hole = j->blk.form == BLOCK_HOLE;
+		x.len = j->len;
+		memcpy(x.hash, j->blk.hash, FERRY_HASH_LEN);
+		r = node_bl_builder_add(&j->f->bl, &x);
+		break;
+	case JOB_HOLE:
+		x.hole = 1;
+		x.len = j->hole;
+		r = node_bl_builder_add(&j->f->bl, &x);
+		break;
+	default:
+		r = finish_file(c, j->f);
+	}
+	job_put(c, j);
+	return r < 0 ? r : 1;
+}
+
+static int submit(struct cap *c, struct job *j)
+{
+	int r;
+	while ((r = workq_submit(c->q, j)) == -FERR_BUSY) {
+		ferry_err_clear();
+		if ((r = collect_one(c)) < 0)
+			return r;
+	}
+	return r;
+}
+
+static int drain(struct cap *c)
+{
+	int r;
+	while ((r = collect_one(c)) > 0)
+		;
+	return r;
+}
+
+static int submit_simple(struct cap *c, struct cfile *f, int kind, uint64_t hole)
+{
+	struct job *j;
+	int r = job_get(c, &j);
+	if (r < 0)
+		return r;
+	j->kind = kind;
+	j->f = f;
+	j->hole = hole;
+	j->len = 0;
+	if ((r = submit(c, j)) < 0)
+		job_put(c, j);
+	return r;
+}
+
+/* Reads fd (a regular file, image or block device of size bytes) into f's
+ * blocklist. *got receives the bytes covered (less than size when the file
+ * shrank while being read). */
+static int read_data(struct cap *c, int fd, uint64_t size, struct cfile *f, uint64_t *got)
+{
+	uint64_t off = 0, data_end = 0;
+	int seekable = 1, r;
+	while (off < size) {
+		if (seekable && off >= data_end) {
+			off_t d = lseek(fd, (off_t)off, SEEK_DATA);
+			if (d < 0 && errno == ENXIO) {
+				/* the rest is a hole */
+				if ((r = submit_simple(c, f, JOB_HOLE, size - off)) < 0)
+					return r;
+				off = size;
+				break;
+			}
+			if (d < 0) {
+				seekable = 0;
+				data_end = size;
+			} else {
+				off_t h = lseek(fd, d, SEEK_HOLE);
+				data_end = h < 0 ? size : (uint64_t)h;
+				uint64_t start = (uint64_t)d - (uint64_t)d % c->rs;
+				if (start > off) {
+					if ((r = submit_simple(c, f, JOB_HOLE, start - off)) < 0)
+						return r;
+					off = start;
+				}
+				if (off >= size)
+					break;
+			}
+		}
+		struct job *j;
+		if ((r = job_get(c, &j)) < 0)
+			return r;
+		size_t want = size - off < c->rs ? (size_t)(size - off) : c->rs, n = 0;
+		if ((r = io_pread_full(fd, j->data, want, (off_t)off, &n)) < 0) {
+			job_put(c, j);
+			return r;
+		}
+		if (n == 0) {
+			job_put(c, j);
+			break;
+		}
+		j->kind = JOB_DATA;
+		j->f = f;
+		j->len = n;
+		c->st->bytes_read += n;
+		if ((r = submit(c, j)) < 0) {
+			job_put(c, j);
+			return r;
+		}
+		off += n;
+		progress(c, 0);
+		if (n < want)
+			break;
+	}
+	*got = off;
+	return 0;
+}
+
+/* ---- attributes -------------------------------------------------------------------- */
+
+static int keep_xattr(const char *name)
+{
+	return !strncmp(name, "user.", 5) || !strncmp(name, "trusted.", 8) ||
+	       !strncmp(name, "security.", 9) || !strcmp(name, "system.posix_acl_access") ||
+	       !strcmp(name, "system.posix_acl_default");
+}
+
+static int xa_cmp(const void *a, const void *b)
+{
+	const struct node_xattr *x = a, *y = b;
+	size_t m = x->name_len < y->name_len ? x->name_len : y->name_len;
+	int r = memcmp(x->name, y->name, m);
+	return r ? r : (x->name_len > y->name_len) - (x->name_len < y->name_len);
+}
+
+/* Reads the kept xattrs of fd (fd >= 0) or of path (not following a
+ * symlink) into ce. Failures other than "not supported" are warnings. */
+static int read_xattrs(struct cap *c, int fd, const char *path, struct centry *ce)
+{
+	char *list = NULL;
+	ssize_t n;
+	struct fbuf vals;
+	int r = 0;
+	fbuf_init(&vals, (size_t)NODE_XATTRS_MAX * (NODE_XATTR_VALUE_MAX + 256));
+	for (int tries = 0;; tries++) {
+		n = fd >= 0 ? flistxattr(fd, NULL, 0) : llistxattr(path, NULL, 0);
+		if (n <= 0)
+			break;
+		free(list);
+		if (!(list = malloc((size_t)n))) {
+			r = ferry_err(FERR_NOMEM, "reading xattrs");
+			goto out;
+		}
+		ssize_t m = fd >= 0 ? flistxattr(fd, list, (size_t)n) : llistxattr(path, list, (size_t)n);
+		if (m >= 0) {
+			n = m;
+			break;
+		}
+		if (errno != ERANGE || tries > 4) {
+			n = -1;
+			break;
+		}
+	}
+	if (n < 0) {
+		if (errno != ENOTSUP && errno != EPERM && errno != EACCES)
+			warn(c, "cannot list extended attributes", 0);
+		goto out;
+	}
+	size_t cnt = 0;
+	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(list + i) + 1)
+		if (keep_xattr(list + i))
+			cnt++;
+	if (!cnt)
+		goto out;
+	if (cnt > NODE_XATTRS_MAX) {
+		warn(c, "too many extended attributes; some skipped", 0);
+		cnt = NODE_XATTRS_MAX;
+	}
+	/* first pass collects names and values into one buffer, then pointers */
+	size_t *offs = calloc(cnt * 3, sizeof *offs);
+	if (!offs) {
+		r = ferry_err(FERR_NOMEM, "reading xattrs");
+		goto out;
+	}
+	size_t k = 0;
+	uint8_t val[NODE_XATTR_VALUE_MAX];
+	for (ssize_t i = 0; i < n && k < cnt; i += (ssize_t)strlen(list + i) + 1) {
+		const char *nm = list + i;
+		if (!keep_xattr(nm) || strlen(nm) > NODE_XATTR_NAME_MAX)
+			continue;
+		ssize_t vl = fd >= 0 ? fgetxattr(fd, nm, val, sizeof val)
+				     : lgetxattr(path, nm, val, sizeof val);
+		if (vl < 0) {
+			if (errno != ENODATA)
+				warn(c, "cannot read an extended attribute", 0);
+			continue;
+		}
+		offs[3 * k] = vals.len;
+		if ((r = fbuf_append(&vals, nm, strlen(nm))) < 0)
+			break;
+		offs[3 * k + 1] = vals.len;
+		if ((r = fbuf_append(&vals, val, (size_t)vl)) < 0)
+			break;
+		offs[3 * k + 2] = (size_t)vl;
+		k++;
+	}
+	if (r == 0 && k) {
+		struct node_xattr *xa = calloc(k, sizeof *xa);
+		if (!xa) {
+			free(offs);
+			r = ferry_err(FERR_NOMEM, "reading xattrs");
+			goto out;
+		}
+		ce->xabuf = fbuf_detach(&vals, NULL);
+		for (size_t i = 0; i < k; i++) {
+			xa[i].name = ce->xabuf + offs[3 * i];
+			xa[i].name_len = offs[3 * i + 1] - offs[3 * i];
+			xa[i].value = ce->xabuf + offs[3 * i + 1];
+			xa[i].value_len = offs[3 * i + 2];
+		}
+		qsort(xa, k, sizeof *xa, xa_cmp);
+		ce->xa = xa;
+		ce->e.xattrs = xa;
+		ce->e.nxattr = k;
+	}
+	free(offs);
+out:
+	fbuf_release(&vals);
+	free(list);
+	return r;
+}
+
+static void entry_from_stat(struct node_entry *e, const struct stat *sb)
+{
+	e->mode = (uint16_t)(sb->st_mode & 07777);
+	e->uid = sb->st_uid;
+	e->gid = sb->st_gid;
+	e->mtime_sec = sb->st_mtim.tv_sec;
+	e->mtime_nsec = (uint32_t)sb->st_mtim.tv_nsec;
+	e->ctime_sec = sb->st_ctim.tv_sec;
+	e->ctime_nsec = (uint32_t)sb->st_ctim.tv_nsec;
+	e->ino = sb->st_ino;
+}
+
+static void centry_release(struct centry *ce)
+{
+	free(ce->name);
+	free(ce->target);
+	free(ce->xa);
+	free(ce->xabuf);
+	if (ce->file) {
+		node_bl_builder_release(&ce->file->bl);
+		free(ce->file);
+	}
+	memset(ce, 0, sizeof *ce);
+}
+
+/* ---- hardlinks --------------------------------------------------------------------- */
+
+static struct link *link_find(struct cap *c, dev_t dev, ino_t ino, int add)
+{
+	if (add && (c->nlinks + 1) * 2 > c->caplinks) {
+		size_t nc = c->caplinks ? c->caplinks * 2 : 256;
+		struct link *nl = calloc(nc, sizeof *nl);
+		if (!nl)
+			return NULL;
+		for (size_t i = 0; i < c->caplinks; i++)
+			if (c->links[i].used) {
+				size_t h = (size_t)((c->links[i].ino * 0x9E3779B97F4A7C15ull) ^
+						    c->links[i].dev) & (nc - 1);
+				while (nl[h].used)
+					h = (h + 1) & (nc - 1);
+				nl[h] = c->links[i];
+			}
+		free(c->links);
+		c->links = nl;
+		c->caplinks = nc;
+	}
+	if (!c->caplinks)
+		return NULL;
+	size_t h = (size_t)(((uint64_t)ino * 0x9E3779B97F4A7C15ull) ^ dev) & (c->caplinks - 1);
+	while (c->links[h].used) {
+		if (c->links[h].ino == ino && c->links[h].dev == dev)
+			return &c->links[h];
+		h = (h + 1) & (c->caplinks - 1);
+	}
+	if (!add)
+		return NULL;
+	c->links[h].used = 1;
+	c->links[h].dev = dev;
+	c->links[h].ino = ino;
+	c->nlinks++;
+	return &c->links[h];
+}
+
+/* ---- files and directories ---------------------------------------------------------- */
+
+struct ref_ctx {
+	struct cap *c;
+};
+
+static int ref_extent(void *arg, const struct node_extent *x, uint64_t off)
+{
+	struct cap *c = arg;
+	if (x->hole)
+		return 0;
+	c->st->blocks_total++;
+	return store_writer_ref(c->w, x->hash);
+}
+
+static const struct node_entry *old_find(const struct node_dir *old, const char *name)
+{
+	if (!old)
+		return NULL;
+	size_t lo = 0, hi = old->n, len = strlen(name);
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct node_entry *e = &old->ents[mid];
+		size_t m = e->name_len < len ? e->name_len : len;
+		int cmp = memcmp(e->name, name, m);
+		if (!cmp)
+			cmp = (e->name_len > len) - (e->name_len < len);
+		if (!cmp)
+			return e;
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static int capture_dir(struct cap *c, int dirfd, const struct node_dir *old, int *type,
+		       uint8_t *hash);
+
+/* Captures a regular file name in dirfd into ce. Returns 1 when the entry
+ * is to be skipped (warned). */
+static int capture_file(struct cap *c, int dirfd, const char *name, const struct stat *lsb,
+			const struct node_entry *oe, struct centry *ce)
+{
+	struct stat sb = *lsb, sb2;
+	int r = 0, fd = -1;
+	struct link *lk = NULL;
+	ce->e.ftype = NODE_F_REG;
+	if (sb.st_nlink > 1) {
+		lk = link_find(c, sb.st_dev, sb.st_ino, 0);
+		if (lk) {
+			if (!lk->ready && (r = drain(c)) < 0)
+				return r;
+			entry_from_stat(&ce->e, &sb);
+			ce->e.link_id = (uint64_t)sb.st_ino;
+			ce->e.size = lk->size;
+			ce->e.child_type = (uint8_t)lk->type;
+			memcpy(ce->e.child, lk->hash, FERRY_HASH_LEN);
+			/* the xattrs are the inode's: read them again through a path */
+			char pp[64 + NAME_MAX];
+			snprintf(pp, sizeof pp, "/proc/self/fd/%d/%s", dirfd, name);
+			return read_xattrs(c, -1, pp, ce);
+		}
+	}
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOATIME);
+	if (fd < 0 && errno == EPERM)
+		fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT) {
+			warn(c, "file vanished before it could be read; skipped", 0);
+			return 1;
+		}
+		char msg[160];
+		snprintf(msg, sizeof msg, "cannot open: %s; skipped", strerror(errno));
+		warn(c, msg, 1);
+		return 1;
+	}
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		warn(c, "file was replaced while being read; skipped", 0);
+		close(fd);
+		return 1;
+	}
+	entry_from_stat(&ce->e, &sb);
+	if (sb.st_nlink > 1)
+		ce->e.link_id = (uint64_t)sb.st_ino;
+	if ((r = read_xattrs(c, fd, NULL, ce)) < 0)
+		goto out;
+	if (oe && oe->ftype == NODE_F_REG && oe->size == (uint64_t)sb.st_size &&
+	    oe->mtime_sec == sb.st_mtim.tv_sec && oe->mtime_nsec == (uint32_t)sb.st_mtim.tv_nsec &&
+	    oe->ctime_sec == sb.st_ctim.tv_sec && oe->ctime_nsec == (uint32_t)sb.st_ctim.tv_nsec &&
+	    oe->ino == (uint64_t)sb.st_ino) {
+		/* unchanged since the last snapshot: keep its blocklist unread */
+		ce->e.size = oe->size;
+		ce->e.child_type = oe->child_type;
+		memcpy(ce->e.child, oe->child, FERRY_HASH_LEN);
+		if (oe->child_type &&
+		    (r = node_bl_walk(rd_node, c->rd, oe->child_type, oe->child, oe->size, ref_extent,
+				      c)) < 0)
+			goto out;
+		c->st->files_reused++;
+		if (sb.st_nlink > 1 && (lk = link_find(c, sb.st_dev, sb.st_ino, 1))) {
+			lk->ready = 1;
+			lk->type = oe->child_type;
+			lk->size = oe->size;
+			memcpy(lk->hash, oe->child, FERRY_HASH_LEN);
+		}
+		goto out;
+	}
+	struct cfile *f = calloc(1, sizeof *f);
+	if (!f) {
+		r = ferry_err(FERR_NOMEM, "capturing a file");
+		goto out;
+	}
+	node_bl_builder_init(&f->bl, put_node, c, c->rs);
+	ce->file = f;
+	uint64_t got = 0;
+	if ((r = read_data(c, fd, (uint64_t)sb.st_size, f, &got)) < 0) {
+		if (r == -FERR_IO) {
+			/* a read error mid-file: keep what the snapshot had, or skip */
+			char msg[300];
+			snprintf(msg, sizeof msg, "read error: %s; skipped", ferry_errmsg(r));
+			ferry_err_clear();
+			if ((r = drain(c)) < 0)
+				goto out;
+			warn(c, msg, 1);
+			r = 1;
+		}
+		goto out;
+	}
+	if ((r = submit_simple(c, f, JOB_END, 0)) < 0)
+		goto out;
+	c->st->files_read++;
+	ce->e.size = got;
+	if (fstat(fd, &sb2) == 0 &&
+	    (sb2.st_size != sb.st_size || sb2.st_mtim.tv_sec != sb.st_mtim.tv_sec ||
+	     sb2.st_mtim.tv_nsec != sb.st_mtim.tv_nsec || sb2.st_ctim.tv_sec != sb.st_ctim.tv_sec ||
+	     sb2.st_ctim.tv_nsec != sb.st_ctim.tv_nsec || got != (uint64_t)sb.st_size)) {
+		c->st->files_changed_during++;
+		warn(c, "file changed as it was read", 0);
+		/* the next capture must read it again */
+		ce->e.ctime_sec = 0;
+		ce->e.ctime_nsec = 0;
+	}
+	if (sb.st_nlink > 1 && (lk = link_find(c, sb.st_dev, sb.st_ino, 1))) {
+		lk->size = got;
+		lk->ready = 0;
+		f->link = lk;
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+static int name_cmp_qsort(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int list_dir(int dirfd, char ***names, size_t *n)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return ferry_err_errno(errno, "cannot read directory");
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return ferry_err_errno(errno, "cannot read directory");
+	}
+	char **v = NULL;
+	size_t cnt = 0, cap = 0;
+	int r = 0;
+	struct dirent *de;
+	errno = 0;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (cnt == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			char **nv = realloc(v, nc * sizeof *nv);
+			if (!nv) {
+				r = ferry_err(FERR_NOMEM, "listing a directory");
+				goto out;
+			}
+			v = nv;
+			cap = nc;
+		}
+		if (!(v[cnt] = strdup(de->d_name))) {
+			r = ferry_err(FERR_NOMEM, "listing a directory");
+			goto out;
+		}
+		cnt++;
+		errno = 0;
+	}
+	if (errno)
+		r = ferry_err_errno(errno, "cannot read directory");
+out:
+	closedir(d);
+	if (r < 0) {
+		for (size_t i = 0; i < cnt; i++)
+			free(v[i]);
+		free(v);
+		return r;
+	}
+	if (cnt)
+		qsort(v, cnt, sizeof *v, name_cmp_qsort);
+	*names = v;
+	*n = cnt;
+	return 0;
+}
+
+/* Captures entry name of dirfd into ce; returns 1 to skip it. */
+static int capture_entry(struct cap *c, int dirfd, const char *name, const struct node_dir *old,
+			 struct centry *ce)
+{
+	struct stat sb;
+	char pp[64 + NAME_MAX];
+	int r;
+	if (fstatat(dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
+		if (errno == ENOENT) {
+			warn(c, "vanished while being read; skipped", 0);
+			return 1;
+		}
+		char msg[160];
+		snprintf(msg, sizeof msg, "cannot stat: %s; skipped", strerror(errno));
+		warn(c, msg, 1);
+		return 1;
+	}
+	if (strlen(name) > NODE_NAME_MAX) {
+		warn(c, "name too long; skipped", 1);
+		return 1;
+	}
+	if (!(ce->name = strdup(name)))
+		return ferry_err(FERR_NOMEM, "capturing");
+	ce->e.name = (const uint8_t *)ce->name;
+	ce->e.name_len = strlen(name);
+	const struct node_entry *oe = old_find(old, name);
+	snprintf(pp, sizeof pp, "/proc/self/fd/%d/%s", dirfd, name);
+	switch (sb.st_mode & S_IFMT) {
+	case S_IFREG:
+		return capture_file(c, dirfd, name, &sb, oe, ce);
+	case S_IFDIR: {
+		entry_from_stat(&ce->e, &sb);
+		ce->e.ftype = NODE_F_DIR;
+		c->st->dirs++;
+		if (sb.st_dev != c->dev && !c->o->cross_fs) {
+			/* a mount point: recorded empty, as tar --one-file-system does */
+			struct node_dir_builder b;
+			node_dir_builder_init(&b, put_node, c);
+			int t;
+			r = node_dir_builder_finish(&b, &t, ce->e.child);
+			node_dir_builder_release(&b);
+			ce->e.child_type = (uint8_t)t;
+			return r;
+		}
+		int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			char msg[160];
+			snprintf(msg, sizeof msg, "cannot open directory: %s; skipped", strerror(errno));
+			warn(c, msg, errno != ENOENT);
+			return 1;
+		}
+		struct node_dir od;
+		const struct node_dir *odp = NULL;
+		memset(&od, 0, sizeof od);
+		if (oe && oe->ftype == NODE_F_DIR) {
+			if ((r = node_dir_load(rd_node, c->rd, oe->child_type, oe->child, &od)) < 0) {
+				close(fd);
+				return r;
+			}
+			odp = &od;
+		}
+		if ((r = read_xattrs(c, fd, NULL, ce)) == 0) {
+			int t;
+			r = capture_dir(c, fd, odp, &t, ce->e.child);
+			ce->e.child_type = (uint8_t)t;
+		}
+		node_dir_release(&od);
+		close(fd);
+		return r;
+	}
+	case S_IFLNK: {
+		char buf[NODE_TARGET_MAX + 2];
+		ssize_t n = readlinkat(dirfd, name, buf, sizeof buf);
+		if (n <= 0 || n > NODE_TARGET_MAX) {
+			warn(c, n < 0 && errno == ENOENT ? "vanished while being read; skipped"
+							 : "cannot read symlink; skipped",
+			     !(n < 0 && errno == ENOENT));
+			return 1;
+		}
+		entry_from_stat(&ce->e, &sb);
+		ce->e.ftype = NODE_F_SYMLINK;
+		if (!(ce->target = malloc((size_t)n)))
+			return ferry_err(FERR_NOMEM, "capturing");
+		memcpy(ce->target, buf, (size_t)n);
+		ce->e.target = ce->target;
+		ce->e.target_len = (size_t)n;
+		c->st->symlinks++;
+		return read_xattrs(c, -1, pp, ce);
+	}
+	case S_IFIFO:
+	case S_IFCHR:
+	case S_IFBLK:
+		entry_from_stat(&ce->e, &sb);
+		ce->e.ftype = S_ISFIFO(sb.st_mode) ? NODE_F_FIFO
+			      : S_ISCHR(sb.st_mode) ? NODE_F_CHR : NODE_F_BLK;
+		if (!S_ISFIFO(sb.st_mode)) {
+			ce->e.rdev_major = major(sb.st_rdev);
+			ce->e.rdev_minor = minor(sb.st_rdev);
+		}
+		c->st->specials++;
+		return read_xattrs(c, -1, pp, ce);
+	case S_IFSOCK:
+		warn(c, "socket ignored", 0);
+		return 1;
+	default:
+		warn(c, "unknown file type; skipped", 1);
+		return 1;
+	}
+}
+
+static int capture_dir(struct cap *c, int dirfd, const struct node_dir *old, int *type,
+		       uint8_t *hash)
+{
+	char **names = NULL;
+	size_t n = 0, nent = 0;
+	struct centry *ents = NULL;
+	struct node_dir_builder b;
+	int r;
+	node_dir_builder_init(&b, put_node, c);
+	if ((r = list_dir(dirfd, &names, &n)) < 0) {
+		char msg[300];
+		snprintf(msg, sizeof msg, "%s; recorded empty", ferry_errmsg(r));
+		ferry_err_clear();
+		warn(c, msg, 1);
+		r = 0;
+		goto build;
+	}
+	if (n && !(ents = calloc(n, sizeof *ents))) {
+		r = ferry_err(FERR_NOMEM, "capturing a directory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t saved;
+		saved = c->path.len;
+		if ((c->path.len && (r = fbuf_putc(&c->path, '/')) < 0) ||
+		    (r = fbuf_append(&c->path, names[i], strlen(names[i]))) < 0)
+			goto out;
+		r = capture_entry(c, dirfd, names[i], old, &ents[nent]);
+		c->path.len = saved;
+		if (r < 0)
+			goto out;
+		if (r == 1) {
+			centry_release(&ents[nent]);
+			r = 0;
+			continue;
+		}
+		nent++;
+	}
+	if ((r = drain(c)) < 0)
+		goto out;
+build:
+	for (size_t i = 0; i < nent; i++) {
+		struct centry *ce = &ents[i];
+		if (ce->file) {
+			ce->e.child_type = (uint8_t)ce->file->type;
+			memcpy(ce->e.child, ce->file->hash, FERRY_HASH_LEN);
+		}
+		if (ce->e.ftype == NODE_F_REG && ce->e.size == 0)
+			ce->e.child_type = 0;
+		if ((r = node_dir_builder_add(&b, &ce->e)) < 0)
+			goto out;
+	}
+	r = node_dir_builder_finish(&b, type, hash);
+out:
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	for (size_t i = 0; ents && i < n; i++)
+		centry_release(&ents[i]);
+	free(ents);
+	node_dir_builder_release(&b);
+	return r;
+}
+
+/* ---- entry points --------------------------------------------------------------------- */
+
+static int old_root(struct cap *c, int *kind, struct node_dir *od, int *have)
+{
+	struct store_snap s;
+	struct fbuf b;
+	struct node_entry e;
+	struct node_xattr *xa = NULL;
+	int t, r = store_snap_newest(c->p, c->ds, &s);
+	*have = 0;
+	if (r == -FERR_NOENT) {
+		ferry_err_clear();
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	fbuf_init(&b, NODE_MAX);
+	if ((r = store_node_read(c->rd, s.root, &t, &b)) < 0)
+		goto out;
+	if ((r = node_root_decode(b.data, b.len, kind, &e, &xa)) < 0)
+		goto out;
+	if (*kind == NODE_ROOT_FILESYSTEM) {
+		if ((r = node_dir_load(rd_node, c->rd, e.child_type, e.child, od)) < 0)
+			goto out;
+		*have = 1;
+	}
+out:
+	free(xa);
+	fbuf_release(&b);
+	return r;
+}
+
+static int capture_tree(struct cap *c, const char *from, uint8_t *root)
+{
+	struct node_dir od;
+	struct centry ce;
+	struct fbuf rb;
+	struct stat sb;
+	int have = 0, kind = 0, r, fd = -1, t;
+	memset(&od, 0, sizeof od);
+	memset(&ce, 0, sizeof ce);
+	fbuf_init(&rb, NODE_MAX);
+	fd = open(from, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		r = ferry_err_errno(errno, "cannot open source directory '%s'", from);
+		goto out;
+	}
+	if (fstat(fd, &sb) != 0) {
+		r = ferry_err_errno(errno, "cannot stat '%s'", from);
+		goto out;
+	}
+	c->dev = sb.st_dev;
+	if ((r = old_root(c, &kind, &od, &have)) < 0)
+		goto out;
+	entry_from_stat(&ce.e, &sb);
+	ce.e.ftype = NODE_F_DIR;
+	if ((r = read_xattrs(c, fd, NULL, &ce)) < 0)
+		goto out;
+	if ((r = capture_dir(c, fd, have ? &od : NULL, &t, ce.e.child)) < 0)
+		goto out;
+	ce.e.child_type = (uint8_t)t;
+	if ((r = node_root_encode(&rb, NODE_ROOT_FILESYSTEM, &ce.e)) < 0)
+		goto out;
+	r = store_writer_put_node(c->w, NODE_EXT, rb.data, rb.len, root);
+out:
+	if (fd >= 0)
+		close(fd);
+	centry_release(&ce);
+	node_dir_release(&od);
+	fbuf_release(&rb);
+	return r;
+}
+
+static int capture_volume(struct cap *c, const char *from, uint8_t *root)
+{
+	struct centry ce;
+	struct fbuf rb;
+	struct stat sb;
+	struct cfile f;
+	uint64_t size, got = 0;
+	int r, fd;
+	memset(&ce, 0, sizeof ce);
+	memset(&f, 0, sizeof f);
+	fbuf_init(&rb, NODE_MAX);
+	node_bl_builder_init(&f.bl, put_node, c, c->rs);
+	fd = open(from, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		r = ferry_err_errno(errno, "cannot open volume source '%s'", from);
+		goto out;
+	}
+	if (fstat(fd, &sb) != 0) {
+		r = ferry_err_errno(errno, "cannot stat '%s'", from);
+		goto out;
+	}
+	if (S_ISBLK(sb.st_mode)) {
+		if (ioctl(fd, BLKGETSIZE64, &size) != 0) {
+			r = ferry_err_errno(errno, "cannot get the size of '%s'", from);
+			goto out;
+		}
+	} else if (S_ISREG(sb.st_mode)) {
+		size = (uint64_t)sb.st_size;
+	} else {
+		r = ferry_err(FERR_INVAL, "'%s' is not an image file or block device", from);
+		goto out;
+	}
+	if ((r = read_data(c, fd, size, &f, &got)) < 0 ||
+	    (r = submit_simple(c, &f, JOB_END, 0)) < 0 || (r = drain(c)) < 0)
+		goto out;
+	if (got != size) {
+		r = ferry_err(FERR_IO, "'%s' shrank while being read", from);
+		goto out;
+	}
+	c->st->files_read++;
+	entry_from_stat(&ce.e, &sb);
+	ce.e.ftype = NODE_F_REG;
+	ce.e.rdev_major = ce.e.rdev_minor = 0;
+	ce.e.size = size;
+	ce.e.child_type = size ? (uint8_t)f.type : 0;
+	memcpy(ce.e.child, f.hash, FERRY_HASH_LEN);
+	if ((r = node_root_encode(&rb, NODE_ROOT_VOLUME, &ce.e)) < 0)
+		goto out;
+	r = store_writer_put_node(c->w, NODE_EXT, rb.data, rb.len, root);
+out:
+	if (fd >= 0)
+		close(fd);
+	node_bl_builder_release(&f.bl);
+	centry_release(&ce);
+	fbuf_release(&rb);
+	return r;
+}
+
+int capture_archive(struct store_pool *p, struct store_writer *w, struct store_capture_stats *st,
+		    const char *from, struct codec_spec policy, uint32_t rs, unsigned threads,
+		    void (*warnfn)(void *, const char *, const char *), void *arg,
+		    uint8_t root[FERRY_HASH_LEN]);
+
+static int is_archive_name(const char *s)
+{
+	static const char *const ext[] = {".tar", ".tar.gz", ".tgz", ".tar.xz", ".txz",
+					  ".tar.bz2", ".tar.zst", ".zip", ".cpio", ".pax"};
+	size_t n = strlen(s);
+	for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+		size_t m = strlen(ext[i]);
+		if (n > m && !strcmp(s + n - m, ext[i]))
+			return 1;
+	}
+	return 0;
+}
+
+int store_capture(struct store_pool *p, const struct store_ds *ds, const char *name,
+		  const struct store_capture_opts *o, struct store_capture_stats *st)
+{
+	struct cap c;
+	struct store_propval v;
+	struct store_snap existing;
+	char full[STORE_NAME_MAX + 2];
+	uint8_t root[FERRY_HASH_LEN];
+	const char *from = o->from;
+	int r;
+	memset(&c, 0, sizeof c);
+	memset(st, 0, sizeof *st);
+	c.p = p;
+	c.ds = ds;
+	c.o = o;
+	c.st = st;
+	fbuf_init(&c.path, 1 << 20);
+	snprintf(full, sizeof full, "%s@%s", ds->name, name);
+	if ((r = store_name_check(full, STORE_NAME_SNAPSHOT)) < 0)
+		return r;
+	if (store_snap_lookup(p, full, &existing) == 0)
+		return ferry_err(FERR_EXISTS, "snapshot '%s' already exists", full);
+	ferry_err_clear();
+	if (!from && ds->type == STORE_DS_FILESYSTEM) {
+		if ((r = store_prop_get(p, ds, "source", &v)) < 0)
+			return r;
+		if (!strcmp(v.exact, "none") || !*v.exact)
+			return ferry_err(FERR_INVAL, "'%s' has no source directory (set source=DIR "
+					 "or use --from)", ds->name);
+		from = v.exact;
+	}
+	if (!from)
+		return ferry_err(FERR_INVAL, "capturing volume '%s' needs --from IMAGE|DEVICE",
+				 ds->name);
+	if ((r = store_ds_compression(p, ds, &c.policy)) < 0 ||
+	    (r = store_ds_recordsize(p, ds, &c.rs)) < 0)
+		return r;
+	if (c.rs < 512 || c.rs > STORE_BLOCK_MAX)
+		return ferry_err(FERR_PROP, "record size %u out of range", c.rs);
+	if ((r = store_writer_new(p, &c.w)) < 0)
+		goto out;
+	if ((r = store_reader_new(p, &c.rd)) < 0)
+		goto out;
+	struct stat fsb;
+	int archive = ds->type == STORE_DS_FILESYSTEM && stat(from, &fsb) == 0 &&
+		      S_ISREG(fsb.st_mode) && is_archive_name(from);
+	if (archive) {
+		r = capture_archive(p, c.w, st, from, c.policy, c.rs, o->threads, o->warn, o->arg,
+				    root);
+		if (r == -FERR_PARTIAL) {
+			c.partial = 1;
+			r = 0;
+		}
+		if (r < 0)
+			goto out;
+	} else {
+		unsigned inflight = (unsigned)((64u << 20) / c.rs);
+		if (inflight < 8)
+			inflight = 8;
+		if (inflight > 64)
+			inflight = 64;
+		if ((r = workq_new(&c.q, o->threads, inflight, job_fn, &c)) < 0)
+			goto out;
+		if (ds->type == STORE_DS_VOLUME)
+			r = capture_volume(&c, from, root);
+		else
+			r = capture_tree(&c, from, root);
+		if (r < 0)
+			goto out;
+	}
+	store_writer_counters(c.w, &st->blocks_written, &st->bytes_written);
+	progress(&c, 1);
+	if ((r = store_writer_commit_snapshot(c.w, ds, name, root, 0, 0, NULL)) < 0)
+		goto out;
+	if (c.partial)
+		r = ferry_err(FERR_PARTIAL, "snapshot '%s' is missing %llu unreadable entries", full,
+			      (unsigned long long)st->unreadable);
+out:
+	workq_free(c.q);
+	while (c.free_jobs) {
+		struct job *j = c.free_jobs;
+		c.free_jobs = j->next;
+		free(j->data);
+		free(j->scratch);
+		free(j);
+	}
+	free(c.links);
+	store_reader_free(c.rd);
+	store_writer_free(c.w);
+	fbuf_release(&c.path);
+	return r;
+}

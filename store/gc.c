@@ -1,0 +1,529 @@
+/* store/gc.c — reclaiming nodes and blocks no snapshot references.
+ *
+ * Runs under the pool's gc lock held exclusively, so no writer is adding
+ * blocks that could be referencing what gc removes. Each step is ordered for
+ * crash safety: catalogue rows go first (in a transaction), pack files are
+ * unlinked only after that commits; live blocks copied out of a mostly-dead
+ * pack are fsynced in their new pack before the transaction that points the
+ * index at them. A crash anywhere leaves the last committed catalogue,
+ * every block it names intact, and at worst files the next gc removes. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+struct gc {
+	struct store_pool *p;
+	struct store_gc_stats *st;
+	sqlite3_stmt *st_node, *st_mark;
+	struct fbuf buf;
+	uint8_t (*stack)[FERRY_HASH_LEN];
+	size_t nstack, capstack;
+};
+
+static int push(struct gc *g, const uint8_t *h)
+{
+	if (g->nstack == g->capstack) {
+		size_t nc = g->capstack ? g->capstack * 2 : 1024;
+		void *ns = realloc(g->stack, nc * FERRY_HASH_LEN);
+		if (!ns)
+			return ferry_err(FERR_NOMEM, "collecting garbage");
+		g->stack = ns;
+		g->capstack = nc;
+	}
+	memcpy(g->stack[g->nstack++], h, FERRY_HASH_LEN);
+	return 0;
+}
+
+/* Marks h live; returns 1 if it was new, 0 if already marked. */
+static int mark(struct gc *g, const uint8_t *h)
+{
+	sqlite3_reset(g->st_mark);
+	sqlite3_bind_blob(g->st_mark, 1, h, FERRY_HASH_LEN, SQLITE_STATIC);
+	if (sqlite3_step(g->st_mark) != SQLITE_DONE) {
+		sqlite3_reset(g->st_mark);
+		return cat_err(g->p, "marking nodes");
+	}
+	sqlite3_reset(g->st_mark);
+	return sqlite3_changes(g->p->db) > 0;
+}
+
+/* Pushes the children of one node (already read into g->buf). */
+static int children(struct gc *g, int type)
+{
+	const uint8_t *b = g->buf.data;
+	size_t len = g->buf.len;
+	int r = 0;
+	if (type == NODE_DIR) {
+		struct node_dir d;
+		memset(&d, 0, sizeof d);
+		if ((r = node_dir_decode(b, len, &d)) < 0) {
+			node_dir_release(&d);
+			return r;
+		}
+		for (size_t i = 0; i < d.n && r == 0; i++)
+			if (d.ents[i].child_type)
+				r = push(g, d.ents[i].child);
+		node_dir_release(&d);
+		return r;
+	}
+	if (type == NODE_BLOCKLIST_INDEX) {
+		struct node_index_child *k = NULL;
+		size_t n = 0;
+		if ((r = node_bli_decode(b, len, &k, &n)) < 0)
+			return r;
+		for (size_t i = 0; i < n && r == 0; i++)
+			r = push(g, k[i].hash);
+		free(k);
+		return r;
+	}
+	if (type != NODE_EXT)
+		return 0;
+	if (len < 1)
+		return ferry_err(FERR_CORRUPT, "empty extension node");
+	if (b[0] == NODE_EXT_ROOT) {
+		struct node_entry e;
+		struct node_xattr *xa = NULL;
+		int kind;
+		if ((r = node_root_decode(b, len, &kind, &e, &xa)) < 0)
+			return r;
+		free(xa);
+		return e.child_type ? push(g, e.child) : 0;
+	}
+	if (b[0] != NODE_EXT_DIR_INDEX || len < 5)
+		return ferry_err(FERR_CORRUPT, "unknown extension node");
+	uint32_t n = get_le32(b + 1);
+	size_t pos = 5;
+	for (uint32_t i = 0; i < n && r == 0; i++) {
+		if (len - pos < 6)
+			return ferry_err(FERR_CORRUPT, "directory index is truncated");
+		size_t fl = get_le16(b + pos + 4);
+		pos += 6;
+		if (len - pos < fl + FERRY_HASH_LEN)
+			return ferry_err(FERR_CORRUPT, "directory index is truncated");
+		pos += fl;
+		r = push(g, b + pos);
+		pos += FERRY_HASH_LEN;
+	}
+	return r;
+}
+
+static int mark_nodes(struct gc *g)
+{
+	sqlite3_stmt *st = NULL;
+	int r, s;
+	if ((r = cat_exec(g->p, "CREATE TEMP TABLE IF NOT EXISTS gc_live(hash BLOB PRIMARY KEY)"
+				" WITHOUT ROWID; DELETE FROM temp.gc_live;")) < 0)
+		return r;
+	if ((r = cat_prepare(g->p, "INSERT OR IGNORE INTO temp.gc_live(hash) VALUES(?)",
+			     &g->st_mark)) < 0 ||
+	    (r = cat_prepare(g->p, "SELECT type, data FROM nodes WHERE hash = ?", &g->st_node)) < 0)
+		return r;
+	if ((r = cat_prepare(g->p, "SELECT root FROM snapshots", &st)) < 0)
+		return r;
+	while ((s = sqlite3_step(st)) == SQLITE_ROW)
+		if (sqlite3_column_bytes(st, 0) == FERRY_HASH_LEN &&
+		    (r = push(g, sqlite3_column_blob(st, 0))) < 0)
+			break;
+	if (r == 0 && s != SQLITE_DONE)
+		r = cat_err(g->p, "listing snapshot roots");
+	sqlite3_finalize(st);
+	if (r < 0)
+		return r;
+	if ((r = cat_exec(g->p, "BEGIN")) < 0)
+		return r;
+	while (g->nstack && r >= 0) {
+		uint8_t h[FERRY_HASH_LEN];
+		memcpy(h, g->stack[--g->nstack], FERRY_HASH_LEN);
+		if ((r = mark(g, h)) <= 0)
+			continue;
+		sqlite3_reset(g->st_node);
+		sqlite3_bind_blob(g->st_node, 1, h, FERRY_HASH_LEN, SQLITE_STATIC);
+		if (sqlite3_step(g->st_node) != SQLITE_ROW) {
+			char hex[FERRY_HASH_HEX];
+			hash_to_hex(h, hex);
+			sqlite3_reset(g->st_node);
+			r = ferry_err(FERR_CORRUPT, "node %s is referenced but missing", hex);
+			break;
+		}
+		int type = sqlite3_column_int(g->st_node, 0);
+		fbuf_reset(&g->buf);
+		int n = sqlite3_column_bytes(g->st_node, 1);
+		r = n ? fbuf_append(&g->buf, sqlite3_column_blob(g->st_node, 1), (size_t)n) : 0;
+		sqlite3_reset(g->st_node);
+		if (r == 0)
+			r = children(g, type);
+	}
+	if (cat_exec(g->p, r < 0 ? "ROLLBACK" : "COMMIT") < 0 && r >= 0)
+		r = -FERR_CATALOG;
+	return r < 0 ? r : 0;
+}
+
+static int query_u64(struct store_pool *p, const char *sql, int64_t a, uint64_t *x, uint64_t *y)
+{
+	sqlite3_stmt *st = NULL;
+	int r = cat_prepare(p, sql, &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(st, 1, a);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		*x = (uint64_t)sqlite3_column_int64(st, 0);
+		if (y)
+			*y = (uint64_t)sqlite3_column_int64(st, 1);
+	} else {
+		r = cat_err(p, "querying");
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+static int free_rows(struct gc *g)
+{
+	struct store_pool *p = g->p;
+	uint64_t nb = 0, bytes = 0, before = 0, after = 0;
+	int r;
+	if ((r = store_tx_begin(p)) < 0)
+		return r;
+	if ((r = query_u64(p, "SELECT count(*) FROM nodes WHERE ? IS NOT NULL", 1, &before, NULL)) < 0 ||
+	    (r = cat_exec(p, "DELETE FROM nodes WHERE hash NOT IN (SELECT hash FROM temp.gc_live)")) < 0 ||
+	    (r = query_u64(p, "SELECT count(*) FROM nodes WHERE ? IS NOT NULL", 1, &after, NULL)) < 0 ||
+	    (r = query_u64(p, "SELECT count(*), coalesce(sum(psize), 0) FROM blocks WHERE ? IS NOT NULL"
+			      " AND id NOT IN (SELECT block_id FROM snap_blocks)", 1, &nb, &bytes)) < 0 ||
+	    (r = cat_exec(p, "DELETE FROM blocks WHERE id NOT IN (SELECT block_id FROM snap_blocks)")) < 0) {
+		store_tx_rollback(p);
+		return r;
+	}
+	if ((r = store_tx_commit(p)) < 0)
+		return r;
+	g->st->nodes_freed = before - after;
+	g->st->blocks_freed = nb;
+	g->st->bytes_freed = bytes;
+	return 0;
+}
+
+struct live {
+	int64_t id;
+	int64_t off;
+	int64_t psize;
+	int64_t newoff;
+};
+
+/* Copies the live blocks of pack (id, name) into the output pack, checking
+ * each one (header against the index, content against its hash). */
+static int copy_live(struct gc *g, int64_t id, const char *name, int out_fd, uint64_t *out_size,
+		     struct live **lv, size_t *nlv)
+{
+	sqlite3_stmt *st = NULL;
+	struct live *v = NULL;
+	size_t n = 0, cap = 0;
+	char path[PATH_MAX];
+	uint8_t *buf = NULL, *dec = NULL;
+	int r, fd = -1;
+	if ((r = cat_prepare(g->p, "SELECT id, offset, psize, hash, codec, level, lsize FROM blocks"
+				  " WHERE pack_id = ? ORDER BY offset", &st)) < 0)
+		return r;
+	sqlite3_bind_int64(st, 1, id);
+	pack_path(g->p, name, path, sizeof path);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+		r = ferry_err_errno(errno, "cannot open pack '%s'", path);
+		goto out;
+	}
+	if (!(buf = malloc(PACK_BLK_HDR_LEN + STORE_BLOCK_MAX)) || !(dec = malloc(STORE_BLOCK_MAX))) {
+		r = ferry_err(FERR_NOMEM, "collecting garbage");
+		goto out;
+	}
+	int s;
+	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t bid = sqlite3_column_int64(st, 0), off = sqlite3_column_int64(st, 1);
+		int64_t ps = sqlite3_column_int64(st, 2), ls = sqlite3_column_int64(st, 6);
+		if (ps <= 0 || ls <= 0 || ps > ls || (uint64_t)ls > STORE_BLOCK_MAX ||
+		    sqlite3_column_bytes(st, 3) != FERRY_HASH_LEN) {
+			r = ferry_err(FERR_CORRUPT, "bad index row for pack '%s'", name);
+			goto out;
+		}
+		size_t need = PACK_BLK_HDR_LEN + (size_t)ps, got = 0;
+		if ((r = io_pread_full(fd, buf, need, (off_t)off, &got)) < 0)
+			goto out;
+		struct codec_spec c;
+		uint32_t hl, hp;
+		uint8_t hh[FERRY_HASH_LEN], h2[FERRY_HASH_LEN];
+		if (got != need || pack_blk_hdr_get(buf, &c, &hl, &hp, hh) < 0 || hp != (uint32_t)ps ||
+		    hl != (uint32_t)ls || memcmp(hh, sqlite3_column_blob(st, 3), FERRY_HASH_LEN) ||
+		    c.id != sqlite3_column_int(st, 4) || c.level != sqlite3_column_int(st, 5)) {
+			r = ferry_err(FERR_CORRUPT, "pack '%s' at %lld does not hold its indexed block",
+				      name, (long long)off);
+			goto out;
+		}
+		if (c.id == CODEC_OFF)
+			hash_blake2b(h2, buf + PACK_BLK_HDR_LEN, hl);
+		else if ((r = codec_decode(c, buf + PACK_BLK_HDR_LEN, hp, dec, hl)) < 0)
+			goto out;
+		else
+			hash_blake2b(h2, dec, hl);
+		if (memcmp(h2, hh, FERRY_HASH_LEN)) {
+			r = ferry_err(FERR_CORRUPT, "block in pack '%s' at %lld fails its hash", name,
+				      (long long)off);
+			goto out;
+		}
+		if ((r = io_write_full(out_fd, buf, need)) < 0)
+			goto out;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 256;
+			struct live *nv = realloc(v, nc * sizeof *nv);
+			if (!nv) {
+				r = ferry_err(FERR_NOMEM, "collecting garbage");
+				goto out;
+			}
+			v = nv;
+			cap = nc;
+		}
+		v[n].id = bid;
+		v[n].off = off;
+		v[n].psize = ps;
+		v[n].newoff = (int64_t)*out_size;
+		n++;
+		*out_size += need;
+	}
+	if (s != SQLITE_DONE)
+		r = cat_err(g->p, "reading the block index");
+out:
+	sqlite3_finalize(st);
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	free(dec);
+	if (r < 0) {
+		free(v);
+		return r;
+	}
+	*lv = v;
+	*nlv = n;
+	return 0;
+}
+
+static int unlink_pack(struct gc *g, const char *name)
+{
+	char path[PATH_MAX], dir[PATH_MAX];
+	pack_path(g->p, name, path, sizeof path);
+	if (unlink(path) != 0 && errno != ENOENT)
+		return ferry_err_errno(errno, "cannot remove pack '%s'", path);
+	snprintf(dir, sizeof dir, "%s/%s", g->p->path, PACK_DIR);
+	return io_fsync_dir(dir);
+}
+
+struct packrow {
+	int64_t id;
+	char name[64];
+	uint64_t live;
+};
+
+static int sweep_packs(struct gc *g)
+{
+	struct store_pool *p = g->p;
+	sqlite3_stmt *st = NULL;
+	struct packrow *v = NULL;
+	size_t n = 0, cap = 0;
+	int r, s, out_fd = -1;
+	char out_name[32];
+	uint64_t out_size = 0;
+	if ((r = cat_prepare(p, "SELECT k.id, k.name, coalesce((SELECT sum(b.psize + ?) FROM blocks b"
+			       " WHERE b.pack_id = k.id), 0) FROM packs k ORDER BY k.id", &st)) < 0)
+		return r;
+	sqlite3_bind_int(st, 1, PACK_BLK_HDR_LEN);
+	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			struct packrow *nv = realloc(v, nc * sizeof *nv);
+			if (!nv) {
+				r = ferry_err(FERR_NOMEM, "collecting garbage");
+				goto out;
+			}
+			v = nv;
+			cap = nc;
+		}
+		v[n].id = sqlite3_column_int64(st, 0);
+		snprintf(v[n].name, sizeof v[n].name, "%s", (const char *)sqlite3_column_text(st, 1));
+		v[n].live = (uint64_t)sqlite3_column_int64(st, 2);
+		n++;
+	}
+	if (s != SQLITE_DONE) {
+		r = cat_err(p, "listing packs");
+		goto out;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	for (size_t i = 0; i < n; i++) {
+		char path[PATH_MAX];
+		struct stat sb;
+		pack_path(p, v[i].name, path, sizeof path);
+		uint64_t size = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+		if (v[i].live == 0) {
+			if ((r = store_tx_begin(p)) < 0)
+				goto out;
+			if ((r = cat_exec_i64(p, "DELETE FROM packs WHERE id = ?", v[i].id)) < 0) {
+				store_tx_rollback(p);
+				goto out;
+			}
+			if ((r = store_tx_commit(p)) < 0 || (r = unlink_pack(g, v[i].name)) < 0)
+				goto out;
+			g->st->packs_deleted++;
+			continue;
+		}
+		/* Rewrite when at least half the pack (and 1 MiB) is garbage. */
+		if (size < PACK_HDR_LEN + v[i].live || size - PACK_HDR_LEN - v[i].live < ((uint64_t)1 << 20) ||
+		    v[i].live * 2 > size)
+			continue;
+		if (out_fd < 0 || out_size >= PACK_TARGET_SIZE) {
+			if (out_fd >= 0)
+				close(out_fd);
+			if ((r = pack_create(p, &out_fd, out_name)) < 0)
+				goto out;
+			out_size = PACK_HDR_LEN;
+		}
+		struct live *lv = NULL;
+		size_t nlv = 0;
+		if ((r = copy_live(g, v[i].id, v[i].name, out_fd, &out_size, &lv, &nlv)) < 0)
+			goto out;
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof dir, "%s/%s", p->path, PACK_DIR);
+		if (fsync(out_fd) != 0) {
+			free(lv);
+			r = ferry_err_errno(errno, "cannot sync pack '%s'", out_name);
+			goto out;
+		}
+		if ((r = io_fsync_dir(dir)) < 0 || (r = store_tx_begin(p)) < 0) {
+			free(lv);
+			goto out;
+		}
+		sqlite3_stmt *up = NULL;
+		int64_t new_id = 0;
+		if ((r = cat_prepare(p, "INSERT OR REPLACE INTO packs(id, name, size) VALUES((SELECT id"
+				       " FROM packs WHERE name = ?1), ?1, ?2)", &up)) < 0)
+			goto fail_tx;
+		sqlite3_bind_text(up, 1, out_name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(up, 2, (int64_t)out_size);
+		if (sqlite3_step(up) != SQLITE_DONE) {
+			r = cat_err(p, "recording a pack");
+			goto fail_tx;
+		}
+		sqlite3_finalize(up);
+		up = NULL;
+		if ((r = cat_prepare(p, "SELECT id FROM packs WHERE name = ?", &up)) < 0)
+			goto fail_tx;
+		sqlite3_bind_text(up, 1, out_name, -1, SQLITE_STATIC);
+		if (sqlite3_step(up) == SQLITE_ROW)
+			new_id = sqlite3_column_int64(up, 0);
+		sqlite3_finalize(up);
+		up = NULL;
+		if ((r = cat_prepare(p, "UPDATE blocks SET pack_id = ?, offset = ? WHERE id = ?", &up)) < 0)
+			goto fail_tx;
+		for (size_t k = 0; k < nlv; k++) {
+			sqlite3_reset(up);
+			sqlite3_bind_int64(up, 1, new_id);
+			sqlite3_bind_int64(up, 2, lv[k].newoff);
+			sqlite3_bind_int64(up, 3, lv[k].id);
+			if (sqlite3_step(up) != SQLITE_DONE) {
+				r = cat_err(p, "moving a block");
+				goto fail_tx;
+			}
+		}
+		sqlite3_finalize(up);
+		up = NULL;
+		if ((r = cat_exec_i64(p, "DELETE FROM packs WHERE id = ?", v[i].id)) < 0)
+			goto fail_tx;
+		free(lv);
+		if ((r = store_tx_commit(p)) < 0 || (r = unlink_pack(g, v[i].name)) < 0)
+			goto out;
+		g->st->packs_rewritten++;
+		continue;
+fail_tx:
+		sqlite3_finalize(up);
+		free(lv);
+		store_tx_rollback(p);
+		goto out;
+	}
+out:
+	if (out_fd >= 0)
+		close(out_fd);
+	sqlite3_finalize(st);
+	free(v);
+	return r;
+}
+
+/* Removes pack files the catalogue does not name (left by crashed writers
+ * or by a crash between a commit and an unlink). */
+static int sweep_orphans(struct gc *g)
+{
+	char dir[PATH_MAX];
+	sqlite3_stmt *st = NULL;
+	int r;
+	snprintf(dir, sizeof dir, "%s/%s", g->p->path, PACK_DIR);
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : ferry_err_errno(errno, "cannot read '%s'", dir);
+	if ((r = cat_prepare(g->p, "SELECT 1 FROM packs WHERE name = ?", &st)) < 0) {
+		closedir(d);
+		return r;
+	}
+	struct dirent *de;
+	int removed = 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		sqlite3_reset(st);
+		sqlite3_bind_text(st, 1, de->d_name, -1, SQLITE_TRANSIENT);
+		int s = sqlite3_step(st);
+		if (s == SQLITE_ROW)
+			continue;
+		if (s != SQLITE_DONE) {
+			r = cat_err(g->p, "listing packs");
+			break;
+		}
+		if (unlinkat(dirfd(d), de->d_name, 0) == 0) {
+			g->st->orphans_deleted++;
+			removed = 1;
+		}
+	}
+	sqlite3_finalize(st);
+	closedir(d);
+	if (r == 0 && removed)
+		r = io_fsync_dir(dir);
+	return r;
+}
+
+int store_gc(struct store_pool *p, struct store_gc_stats *st)
+{
+	struct gc g;
+	int r, lock = -1;
+	memset(&g, 0, sizeof g);
+	memset(st, 0, sizeof *st);
+	g.p = p;
+	g.st = st;
+	fbuf_init(&g.buf, NODE_MAX);
+	if ((r = pack_lock(p, 1, &lock)) < 0)
+		return r;
+	if ((r = mark_nodes(&g)) < 0 || (r = free_rows(&g)) < 0 || (r = sweep_packs(&g)) < 0 ||
+	    (r = sweep_orphans(&g)) < 0)
+		goto out;
+	sqlite3_finalize(g.st_node);
+	sqlite3_finalize(g.st_mark);
+	g.st_node = g.st_mark = NULL;
+	/* Give the freed catalogue pages back to the filesystem. */
+	if ((r = cat_exec(p, "DELETE FROM temp.gc_live; VACUUM; PRAGMA wal_checkpoint(TRUNCATE);")) < 0)
+		goto out;
+out:
+	sqlite3_finalize(g.st_node);
+	sqlite3_finalize(g.st_mark);
+	free(g.stack);
+	fbuf_release(&g.buf);
+	close(lock);
+	return r;
+}

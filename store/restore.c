@@ -1,0 +1,490 @@
+/* store/restore.c — rebuilding a snapshot's tree (or volume image) on disk.
+ *
+ * Every name comes from a node the decoder checked (no '/', NUL, "." or
+ * ".."), and every file is created with openat/mkdirat/symlinkat relative to
+ * a directory fd this restore opened with O_NOFOLLOW, so nothing is written
+ * outside the target whatever the snapshot holds. Directory attributes
+ * (mode, mtime) are set after their children; owners only when running as
+ * root; holes and all-zero blocks are skipped so sparse files stay sparse. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+int restore_archive(struct store_pool *p, struct store_reader *rd, const struct node_entry *root,
+		    int kind, const struct store_restore_opts *o, struct store_restore_stats *st);
+
+struct rlink {
+	uint64_t id;
+	char *path;
+};
+
+struct rst {
+	struct store_pool *p;
+	struct store_reader *rd;
+	const struct store_restore_opts *o;
+	struct store_restore_stats *st;
+	int owners;
+	int rootfd;
+	struct fbuf path;
+	uint8_t *buf;
+	size_t bufcap;
+	struct rlink *links;
+	size_t nlinks, caplinks;
+	int *found;
+	int partial;
+};
+
+static int rd_node(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, struct fbuf *out)
+{
+	return store_node_read(arg, hash, type, out);
+}
+
+static void rwarn(struct rst *r, const char *what, int e)
+{
+	char msg[256];
+	snprintf(msg, sizeof msg, "%s: %s", what, strerror(e));
+	r->st->warnings++;
+	r->partial = 1;
+	if (r->o->warn) {
+		if (fbuf_putc(&r->path, 0) == 0)
+			r->path.len--;
+		r->o->warn(r->o->arg, r->path.len ? (const char *)r->path.data : ".", msg);
+	}
+}
+
+/* ---- selection (--file) ------------------------------------------------------------- */
+
+/* 0: skip, 1: restore whole, 2: on the way to a selected path. */
+static int selected(struct rst *r)
+{
+	if (!r->o->nfiles)
+		return 1;
+	int best = 0;
+	for (size_t i = 0; i < r->o->nfiles; i++) {
+		const char *s = r->o->files[i];
+		while (*s == '/')
+			s++;
+		size_t sl = strlen(s);
+		while (sl && s[sl - 1] == '/')
+			sl--;
+		const char *pth = (const char *)r->path.data;
+		size_t pl = r->path.len;
+		if (pl == sl && !memcmp(pth, s, sl)) {
+			r->found[i] = 1;
+			return 1;
+		}
+		if (pl > sl && !memcmp(pth, s, sl) && pth[sl] == '/')
+			return 1;
+		if (sl > pl && !memcmp(pth, s, pl) && s[pl] == '/')
+			best = 2;
+	}
+	return best;
+}
+
+/* ---- attributes --------------------------------------------------------------------- */
+
+static void set_xattrs(struct rst *r, int fd, int dirfd, const char *name,
+		       const struct node_entry *e)
+{
+	char pp[64 + NAME_MAX + 1];
+	char nm[NODE_XATTR_NAME_MAX + 1];
+	if (fd < 0)
+		snprintf(pp, sizeof pp, "/proc/self/fd/%d/%s", dirfd, name);
+	for (size_t i = 0; i < e->nxattr; i++) {
+		const struct node_xattr *x = &e->xattrs[i];
+		memcpy(nm, x->name, x->name_len);
+		nm[x->name_len] = 0;
+		int rc = fd >= 0 ? fsetxattr(fd, nm, x->value, x->value_len, 0)
+				 : lsetxattr(pp, nm, x->value, x->value_len, 0);
+		if (rc != 0 && !(errno == EPERM && !r->owners && !strncmp(nm, "trusted.", 8)))
+			rwarn(r, "cannot set an extended attribute", errno);
+	}
+}
+
+static void set_attrs_fd(struct rst *r, int fd, const struct node_entry *e)
+{
+	struct timespec ts[2];
+	if (r->owners && fchown(fd, e->uid, e->gid) != 0)
+		rwarn(r, "cannot set owner", errno);
+	set_xattrs(r, fd, -1, NULL, e);
+	if (fchmod(fd, e->mode) != 0)
+		rwarn(r, "cannot set mode", errno);
+	ts[0].tv_sec = e->mtime_sec;
+	ts[0].tv_nsec = e->mtime_nsec;
+	ts[1] = ts[0];
+	if (futimens(fd, ts) != 0)
+		rwarn(r, "cannot set mtime", errno);
+}
+
+static void set_attrs_at(struct rst *r, int dirfd, const char *name, const struct node_entry *e)
+{
+	struct timespec ts[2];
+	if (r->owners && fchownat(dirfd, name, e->uid, e->gid, AT_SYMLINK_NOFOLLOW) != 0)
+		rwarn(r, "cannot set owner", errno);
+	set_xattrs(r, -1, dirfd, name, e);
+	if (e->ftype != NODE_F_SYMLINK && fchmodat(dirfd, name, e->mode, 0) != 0)
+		rwarn(r, "cannot set mode", errno);
+	ts[0].tv_sec = e->mtime_sec;
+	ts[0].tv_nsec = e->mtime_nsec;
+	ts[1] = ts[0];
+	if (utimensat(dirfd, name, ts, AT_SYMLINK_NOFOLLOW) != 0)
+		rwarn(r, "cannot set mtime", errno);
+}
+
+/* ---- file data -------------------------------------------------------------------- */
+
+struct wctx {
+	struct rst *r;
+	int fd;
+	int fill_holes;
+};
+
+static int write_extent(void *arg, const struct node_extent *x, uint64_t off)
+{
+	struct wctx *w = arg;
+	struct rst *r = w->r;
+	int rc;
+	size_t n = (size_t)x->len;
+	if (x->hole && !w->fill_holes)
+		return 0;
+	if (x->hole) {
+		/* a block device has no holes: write zeros */
+		if (r->bufcap < (1u << 20)) {
+			uint8_t *nb = realloc(r->buf, 1u << 20);
+			if (!nb)
+				return ferry_err(FERR_NOMEM, "restoring");
+			r->buf = nb;
+			r->bufcap = 1u << 20;
+		}
+		memset(r->buf, 0, r->bufcap);
+		for (uint64_t done = 0; done < x->len;) {
+			size_t k = x->len - done < r->bufcap ? (size_t)(x->len - done) : r->bufcap;
+			if ((rc = io_pwrite_full(w->fd, r->buf, k, (off_t)(off + done))) < 0)
+				return rc;
+			done += k;
+		}
+		return 0;
+	}
+	if (r->bufcap < n) {
+		uint8_t *nb = realloc(r->buf, n);
+		if (!nb)
+			return ferry_err(FERR_NOMEM, "restoring");
+		r->buf = nb;
+		r->bufcap = n;
+	}
+	if ((rc = store_block_read(r->rd, x->hash, r->buf, n)) < 0)
+		return rc;
+	if (!w->fill_holes && codec_is_zero(r->buf, n))
+		return 0;
+	r->st->bytes += n;
+	return io_pwrite_full(w->fd, r->buf, n, (off_t)off);
+}
+
+static int write_data(struct rst *r, int fd, const struct node_entry *e, int fill_holes)
+{
+	struct wctx w = {r, fd, fill_holes};
+	int rc;
+	if (e->size && e->child_type &&
+	    (rc = node_bl_walk(rd_node, r->rd, e->child_type, e->child, e->size, write_extent, &w)) < 0)
+		return rc;
+	if (!fill_holes && ftruncate(fd, (off_t)e->size) != 0)
+		return ferry_err_errno(errno, "cannot set the size of a restored file");
+	return 0;
+}
+
+/* ---- the tree -------------------------------------------------------------------- */
+
+/* Makes room for a new entry name in dirfd when --force: removes what is
+ * there unless it is a directory (which is reused, or refused). */
+static int clear_name(struct rst *r, int dirfd, const char *name, int want_dir)
+{
+	struct stat sb;
+	if (fstatat(dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+		return errno == ENOENT ? 0 : ferry_err_errno(errno, "cannot stat");
+	if (!r->o->force)
+		return ferry_err(FERR_EXISTS, "already exists");
+	if (S_ISDIR(sb.st_mode)) {
+		if (want_dir)
+			return 1;
+		return ferry_err(FERR_EXISTS, "a directory is in the way");
+	}
+	if (unlinkat(dirfd, name, 0) != 0)
+		return ferry_err_errno(errno, "cannot replace");
+	return 0;
+}
+
+static const char *rlink_find(struct rst *r, uint64_t id)
+{
+	for (size_t i = 0; i < r->nlinks; i++)
+		if (r->links[i].id == id)
+			return r->links[i].path;
+	return NULL;
+}
+
+static int rlink_add(struct rst *r, uint64_t id)
+{
+	if (r->nlinks == r->caplinks) {
+		size_t nc = r->caplinks ? r->caplinks * 2 : 64;
+		struct rlink *nl = realloc(r->links, nc * sizeof *nl);
+		if (!nl)
+			return ferry_err(FERR_NOMEM, "restoring hardlinks");
+		r->links = nl;
+		r->caplinks = nc;
+	}
+	char *s = malloc(r->path.len + 1);
+	if (!s)
+		return ferry_err(FERR_NOMEM, "restoring hardlinks");
+	memcpy(s, r->path.data, r->path.len);
+	s[r->path.len] = 0;
+	r->links[r->nlinks].id = id;
+	r->links[r->nlinks].path = s;
+	r->nlinks++;
+	return 0;
+}
+
+static int restore_dir(struct rst *r, int dirfd, int type, const uint8_t *hash);
+
+static int restore_entry(struct rst *r, int dirfd, const struct node_entry *e, int sel)
+{
+	char name[NODE_NAME_MAX + 1];
+	int rc, fd = -1;
+	memcpy(name, e->name, e->name_len);
+	name[e->name_len] = 0;
+	if (sel == 2 && e->ftype != NODE_F_DIR)
+		return 0;
+	switch (e->ftype) {
+	case NODE_F_DIR: {
+		if ((rc = clear_name(r, dirfd, name, 1)) < 0)
+			return rc;
+		if (rc == 0 && mkdirat(dirfd, name, 0700) != 0)
+			return ferry_err_errno(errno, "cannot create directory");
+		fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return ferry_err_errno(errno, "cannot open directory");
+		r->st->dirs++;
+		rc = restore_dir(r, fd, e->child_type, e->child);
+		if (rc == 0)
+			set_attrs_fd(r, fd, e);
+		close(fd);
+		return rc;
+	}
+	case NODE_F_REG: {
+		const char *first = e->link_id ? rlink_find(r, e->link_id) : NULL;
+		if ((rc = clear_name(r, dirfd, name, 0)) < 0)
+			return rc;
+		if (first) {
+			if (linkat(r->rootfd, first, dirfd, name, 0) == 0) {
+				r->st->hardlinks++;
+				return 0;
+			}
+			rwarn(r, "cannot link; restored as a copy", errno);
+		}
+		fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return ferry_err_errno(errno, "cannot create file");
+		if ((rc = write_data(r, fd, e, 0)) < 0) {
+			close(fd);
+			return rc;
+		}
+		set_attrs_fd(r, fd, e);
+		close(fd);
+		r->st->files++;
+		if (e->link_id && !first)
+			return rlink_add(r, e->link_id);
+		return 0;
+	}
+	case NODE_F_SYMLINK: {
+		char target[NODE_TARGET_MAX + 1];
+		memcpy(target, e->target, e->target_len);
+		target[e->target_len] = 0;
+		if ((rc = clear_name(r, dirfd, name, 0)) < 0)
+			return rc;
+		if (symlinkat(target, dirfd, name) != 0)
+			return ferry_err_errno(errno, "cannot create symlink");
+		set_attrs_at(r, dirfd, name, e);
+		r->st->symlinks++;
+		return 0;
+	}
+	default: {
+		mode_t t = e->ftype == NODE_F_FIFO ? S_IFIFO : e->ftype == NODE_F_CHR ? S_IFCHR : S_IFBLK;
+		if ((rc = clear_name(r, dirfd, name, 0)) < 0)
+			return rc;
+		if (mknodat(dirfd, name, t | 0600, makedev(e->rdev_major, e->rdev_minor)) != 0) {
+			rwarn(r, "cannot create special file", errno);
+			return 0;
+		}
+		set_attrs_at(r, dirfd, name, e);
+		r->st->specials++;
+		return 0;
+	}
+	}
+}
+
+static int restore_dir(struct rst *r, int dirfd, int type, const uint8_t *hash)
+{
+	struct node_dir d;
+	int rc;
+	if ((rc = node_dir_load(rd_node, r->rd, type, hash, &d)) < 0)
+		return rc;
+	for (size_t i = 0; i < d.n; i++) {
+		const struct node_entry *e = &d.ents[i];
+		size_t saved = r->path.len;
+		if ((r->path.len && (rc = fbuf_putc(&r->path, '/')) < 0) ||
+		    (rc = fbuf_append(&r->path, e->name, e->name_len)) < 0)
+			break;
+		int sel = selected(r);
+		if (sel)
+			rc = restore_entry(r, dirfd, e, sel);
+		if (rc < 0) {
+			if (fbuf_putc(&r->path, 0) == 0)
+				r->path.len--;
+			rc = ferry_err(-rc, "restoring '%s': %s", (const char *)r->path.data,
+				       ferry_errmsg(rc));
+		}
+		r->path.len = saved;
+		if (rc < 0)
+			break;
+	}
+	node_dir_release(&d);
+	return rc;
+}
+
+static int dir_empty(int fd, int *empty)
+{
+	int dfd = dup(fd);
+	if (dfd < 0)
+		return ferry_err_errno(errno, "cannot read target directory");
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return ferry_err_errno(errno, "cannot read target directory");
+	}
+	struct dirent *de;
+	*empty = 1;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			*empty = 0;
+			break;
+		}
+	closedir(d);
+	return 0;
+}
+
+static int restore_volume(struct rst *r, const char *path, const struct node_entry *e)
+{
+	struct stat sb;
+	int fd, rc, blk = 0;
+	if (stat(path, &sb) == 0) {
+		if (S_ISBLK(sb.st_mode))
+			blk = 1;
+		else if (!r->o->force)
+			return ferry_err(FERR_EXISTS, "'%s' exists (use --force to overwrite)", path);
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (blk ? 0 : O_TRUNC), 0600);
+	if (fd < 0)
+		return ferry_err_errno(errno, "cannot open '%s'", path);
+	rc = write_data(r, fd, e, blk);
+	if (rc == 0 && !blk)
+		set_attrs_fd(r, fd, e);
+	if (rc == 0 && fsync(fd) != 0)
+		rc = ferry_err_errno(errno, "cannot sync '%s'", path);
+	close(fd);
+	r->st->files++;
+	return rc;
+}
+
+int store_restore(struct store_pool *p, const struct store_snap *s, const char *dir,
+		  const struct store_restore_opts *o, struct store_restore_stats *st)
+{
+	struct rst r;
+	struct fbuf rb;
+	struct node_entry root;
+	struct node_xattr *xa = NULL;
+	int rc, t, kind, created = 0;
+	memset(&r, 0, sizeof r);
+	memset(st, 0, sizeof *st);
+	r.p = p;
+	r.o = o;
+	r.st = st;
+	r.rootfd = -1;
+	r.owners = geteuid() == 0;
+	fbuf_init(&r.path, (size_t)1 << 24);
+	fbuf_init(&rb, NODE_MAX);
+	if (o->nfiles && !(r.found = calloc(o->nfiles, sizeof *r.found))) {
+		rc = ferry_err(FERR_NOMEM, "restoring");
+		goto out;
+	}
+	if ((rc = store_reader_new(p, &r.rd)) < 0)
+		goto out;
+	if ((rc = store_node_read(r.rd, s->root, &t, &rb)) < 0)
+		goto out;
+	if (t != NODE_EXT) {
+		rc = ferry_err(FERR_CORRUPT, "snapshot root is a node of type %d", t);
+		goto out;
+	}
+	if ((rc = node_root_decode(rb.data, rb.len, &kind, &root, &xa)) < 0)
+		goto out;
+	if (o->format) {
+		rc = restore_archive(p, r.rd, &root, kind, o, st);
+		goto out;
+	}
+	if (kind == NODE_ROOT_VOLUME) {
+		rc = restore_volume(&r, dir, &root);
+		goto out;
+	}
+	if (mkdir(dir, 0700) == 0)
+		created = 1;
+	else if (errno != EEXIST) {
+		rc = ferry_err_errno(errno, "cannot create '%s'", dir);
+		goto out;
+	}
+	r.rootfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (r.rootfd < 0) {
+		rc = ferry_err_errno(errno, "cannot open '%s'", dir);
+		goto out;
+	}
+	if (!created && !o->force) {
+		int empty = 0;
+		if ((rc = dir_empty(r.rootfd, &empty)) < 0)
+			goto out;
+		if (!empty) {
+			rc = ferry_err(FERR_NOTEMPTY, "'%s' is not empty (use --force)", dir);
+			goto out;
+		}
+	}
+	if ((rc = restore_dir(&r, r.rootfd, root.child_type, root.child)) < 0)
+		goto out;
+	for (size_t i = 0; i < o->nfiles; i++)
+		if (!r.found[i]) {
+			rc = ferry_err(FERR_NOENT, "'%s' is not in snapshot '%s'", o->files[i], s->name);
+			goto out;
+		}
+	if (!o->nfiles)
+		set_attrs_fd(&r, r.rootfd, &root);
+	if (r.partial)
+		rc = ferry_err(FERR_PARTIAL, "restored with %llu warnings",
+			       (unsigned long long)st->warnings);
+out:
+	if (r.rootfd >= 0)
+		close(r.rootfd);
+	for (size_t i = 0; i < r.nlinks; i++)
+		free(r.links[i].path);
+	free(r.links);
+	free(r.found);
+	free(r.buf);
+	free(xa);
+	fbuf_release(&rb);
+	fbuf_release(&r.path);
+	store_reader_free(r.rd);
+	return rc;
+}

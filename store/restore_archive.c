@@ -1,0 +1,265 @@
+/* store/restore_archive.c — writing a snapshot as a tar, pax or zip archive
+ * through libarchive (the only restore file that knows libarchive). Member
+ * names are the snapshot's relative paths; hardlinks stay hardlinks; holes
+ * are written as zeros (the formats here carry no sparse maps). */
+#include <archive.h>
+#include <archive_entry.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "internal.h"
+
+int restore_archive(struct store_pool *p, struct store_reader *rd, const struct node_entry *root,
+		    int kind, const struct store_restore_opts *o, struct store_restore_stats *st);
+
+struct ar {
+	struct archive *a;
+	struct store_reader *rd;
+	const struct store_restore_opts *o;
+	struct store_restore_stats *st;
+	struct fbuf path;
+	uint8_t *buf;
+	size_t bufcap;
+	struct {
+		uint64_t id;
+		char *path;
+	} *links;
+	size_t nlinks, caplinks;
+	int *found;
+};
+
+static int rd_node(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, struct fbuf *out)
+{
+	return store_node_read(arg, hash, type, out);
+}
+
+static int ar_err(struct ar *w, const char *what)
+{
+	return ferry_err(FERR_IO, "%s: %s", what, archive_error_string(w->a));
+}
+
+static int sel(struct ar *w)
+{
+	if (!w->o->nfiles)
+		return 1;
+	int best = 0;
+	for (size_t i = 0; i < w->o->nfiles; i++) {
+		const char *s = w->o->files[i];
+		while (*s == '/')
+			s++;
+		size_t sl = strlen(s);
+		while (sl && s[sl - 1] == '/')
+			sl--;
+		const char *pth = (const char *)w->path.data;
+		size_t pl = w->path.len;
+		if (pl == sl && !memcmp(pth, s, sl)) {
+			w->found[i] = 1;
+			return 1;
+		}
+		if (pl > sl && !memcmp(pth, s, sl) && pth[sl] == '/')
+			return 1;
+		if (sl > pl && !memcmp(pth, s, pl) && s[pl] == '/')
+			best = 2;
+	}
+	return best;
+}
+
+static int emit_extent(void *arg, const struct node_extent *x, uint64_t off)
+{
+	struct ar *w = arg;
+	int r;
+	size_t want = x->hole ? (1u << 20) : (size_t)x->len;
+	if (w->bufcap < want) {
+		uint8_t *nb = realloc(w->buf, want);
+		if (!nb)
+			return ferry_err(FERR_NOMEM, "writing an archive");
+		w->buf = nb;
+		w->bufcap = want;
+	}
+	if (x->hole) {
+		memset(w->buf, 0, w->bufcap);
+		for (uint64_t done = 0; done < x->len;) {
+			size_t k = x->len - done < w->bufcap ? (size_t)(x->len - done) : w->bufcap;
+			if (archive_write_data(w->a, w->buf, k) != (la_ssize_t)k)
+				return ar_err(w, "writing archive data");
+			done += k;
+		}
+		return 0;
+	}
+	if ((r = store_block_read(w->rd, x->hash, w->buf, (size_t)x->len)) < 0)
+		return r;
+	if (archive_write_data(w->a, w->buf, (size_t)x->len) != (la_ssize_t)x->len)
+		return ar_err(w, "writing archive data");
+	w->st->bytes += x->len;
+	return 0;
+}
+
+static int emit_entry(struct ar *w, const struct node_entry *e, int s)
+{
+	struct archive_entry *ae = archive_entry_new();
+	char xn[NODE_XATTR_NAME_MAX + 1];
+	int r = 0;
+	if (!ae)
+		return ferry_err(FERR_NOMEM, "writing an archive");
+	if (fbuf_putc(&w->path, 0) < 0) {
+		archive_entry_free(ae);
+		return ferry_err(FERR_NOMEM, "writing an archive");
+	}
+	w->path.len--;
+	archive_entry_copy_pathname(ae, (const char *)w->path.data);
+	archive_entry_set_perm(ae, e->mode);
+	archive_entry_set_uid(ae, e->uid);
+	archive_entry_set_gid(ae, e->gid);
+	archive_entry_set_mtime(ae, (time_t)e->mtime_sec, (long)e->mtime_nsec);
+	for (size_t i = 0; i < e->nxattr; i++) {
+		memcpy(xn, e->xattrs[i].name, e->xattrs[i].name_len);
+		xn[e->xattrs[i].name_len] = 0;
+		archive_entry_xattr_add_entry(ae, xn, e->xattrs[i].value, e->xattrs[i].value_len);
+	}
+	const char *first = NULL;
+	switch (e->ftype) {
+	case NODE_F_DIR:
+		archive_entry_set_filetype(ae, AE_IFDIR);
+		w->st->dirs++;
+		break;
+	case NODE_F_REG:
+		archive_entry_set_filetype(ae, AE_IFREG);
+		for (size_t i = 0; e->link_id && i < w->nlinks; i++)
+			if (w->links[i].id == e->link_id)
+				first = w->links[i].path;
+		if (first) {
+			archive_entry_copy_hardlink(ae, first);
+			archive_entry_set_size(ae, 0);
+			w->st->hardlinks++;
+		} else {
+			archive_entry_set_size(ae, (la_int64_t)e->size);
+			w->st->files++;
+		}
+		break;
+	case NODE_F_SYMLINK: {
+		char t[NODE_TARGET_MAX + 1];
+		memcpy(t, e->target, e->target_len);
+		t[e->target_len] = 0;
+		archive_entry_set_filetype(ae, AE_IFLNK);
+		archive_entry_copy_symlink(ae, t);
+		w->st->symlinks++;
+		break;
+	}
+	default:
+		archive_entry_set_filetype(ae, e->ftype == NODE_F_FIFO ? AE_IFIFO
+					       : e->ftype == NODE_F_CHR ? AE_IFCHR : AE_IFBLK);
+		archive_entry_set_rdev(ae, makedev(e->rdev_major, e->rdev_minor));
+		w->st->specials++;
+	}
+	if (archive_write_header(w->a, ae) != ARCHIVE_OK) {
+		r = ar_err(w, "writing an archive header");
+		goto out;
+	}
+	if (e->ftype == NODE_F_REG && !first && e->size && e->child_type &&
+	    (r = node_bl_walk(rd_node, w->rd, e->child_type, e->child, e->size, emit_extent, w)) < 0)
+		goto out;
+	if (e->ftype == NODE_F_REG && e->link_id && !first) {
+		if (w->nlinks == w->caplinks) {
+			size_t nc = w->caplinks ? w->caplinks * 2 : 64;
+			void *nl = realloc(w->links, nc * sizeof *w->links);
+			if (!nl) {
+				r = ferry_err(FERR_NOMEM, "writing an archive");
+				goto out;
+			}
+			w->links = nl;
+			w->caplinks = nc;
+		}
+		if (!(w->links[w->nlinks].path = strdup((const char *)w->path.data))) {
+			r = ferry_err(FERR_NOMEM, "writing an archive");
+			goto out;
+		}
+		w->links[w->nlinks++].id = e->link_id;
+	}
+	if (e->ftype == NODE_F_DIR)
+		r = 1; /* descend */
+out:
+	archive_entry_free(ae);
+	(void)s;
+	return r;
+}
+
+static int emit_dir(struct ar *w, int type, const uint8_t *hash)
+{
+	struct node_dir d;
+	int r;
+	if ((r = node_dir_load(rd_node, w->rd, type, hash, &d)) < 0)
+		return r;
+	for (size_t i = 0; i < d.n && r >= 0; i++) {
+		const struct node_entry *e = &d.ents[i];
+		size_t saved = w->path.len;
+		if ((w->path.len && (r = fbuf_putc(&w->path, '/')) < 0) ||
+		    (r = fbuf_append(&w->path, e->name, e->name_len)) < 0)
+			break;
+		int s = sel(w);
+		if (s == 1 || (s == 2 && e->ftype == NODE_F_DIR)) {
+			r = emit_entry(w, e, s);
+			if (r == 1)
+				r = emit_dir(w, e->child_type, e->child);
+		}
+		w->path.len = saved;
+	}
+	node_dir_release(&d);
+	return r < 0 ? r : 0;
+}
+
+int restore_archive(struct store_pool *p, struct store_reader *rd, const struct node_entry *root,
+		    int kind, const struct store_restore_opts *o, struct store_restore_stats *st)
+{
+	struct ar w;
+	int r = 0;
+	memset(&w, 0, sizeof w);
+	w.rd = rd;
+	w.o = o;
+	w.st = st;
+	fbuf_init(&w.path, (size_t)1 << 24);
+	if (kind != NODE_ROOT_FILESYSTEM)
+		return ferry_err(FERR_UNSUPPORTED, "a volume restores to an image, not an archive");
+	if (o->nfiles && !(w.found = calloc(o->nfiles, sizeof *w.found)))
+		return ferry_err(FERR_NOMEM, "writing an archive");
+	if (!(w.a = archive_write_new())) {
+		r = ferry_err(FERR_NOMEM, "writing an archive");
+		goto out;
+	}
+	int fr;
+	if (!strcmp(o->format, "tar"))
+		fr = archive_write_set_format_pax_restricted(w.a);
+	else if (!strcmp(o->format, "pax"))
+		fr = archive_write_set_format_pax(w.a);
+	else if (!strcmp(o->format, "zip"))
+		fr = archive_write_set_format_zip(w.a);
+	else {
+		r = ferry_err(FERR_INVAL, "unknown archive format '%s' (tar, pax, zip)", o->format);
+		goto out;
+	}
+	if (fr != ARCHIVE_OK || archive_write_open_fd(w.a, o->fd) != ARCHIVE_OK) {
+		r = ar_err(&w, "opening the archive");
+		goto out;
+	}
+	if ((r = emit_dir(&w, root->child_type, root->child)) < 0)
+		goto out;
+	for (size_t i = 0; i < o->nfiles; i++)
+		if (!w.found[i]) {
+			r = ferry_err(FERR_NOENT, "'%s' is not in the snapshot", o->files[i]);
+			goto out;
+		}
+	if (archive_write_close(w.a) != ARCHIVE_OK)
+		r = ar_err(&w, "closing the archive");
+out:
+	if (w.a)
+		archive_write_free(w.a);
+	for (size_t i = 0; i < w.nlinks; i++)
+		free(w.links[i].path);
+	free(w.links);
+	free(w.found);
+	free(w.buf);
+	fbuf_release(&w.path);
+	return r;
+}
