@@ -229,9 +229,9 @@ int restore_archive(struct store_pool *p, struct store_reader *rd, const struct 
 		goto out;
 	}
 	int fr;
-	if (!strcmp(o->format, "tar"))
-		fr = archive_write_set_format_pax_restricted(w.a);
-	else if (!strcmp(o->format, "pax"))
+	/* tar and pax both write POSIX pax archives: only pax keeps nanosecond
+	 * times of every entry, xattrs and non-UTF-8 names exactly. */
+	if (!strcmp(o->format, "tar") || !strcmp(o->format, "pax"))
 		fr = archive_write_set_format_pax(w.a);
 	else if (!strcmp(o->format, "zip"))
 		fr = archive_write_set_format_zip(w.a);
@@ -239,6 +239,10 @@ int restore_archive(struct store_pool *p, struct store_reader *rd, const struct 
 		r = ferry_err(FERR_INVAL, "unknown archive format '%s' (tar, pax, zip)", o->format);
 		goto out;
 	}
+	/* names are bytes, not necessarily UTF-8: store them as they are */
+	if (fr == ARCHIVE_OK && strcmp(o->format, "zip") &&
+	    archive_write_set_options(w.a, "hdrcharset=BINARY") < ARCHIVE_WARN)
+		fr = ARCHIVE_FAILED;
 	if (fr != ARCHIVE_OK || archive_write_open_fd(w.a, o->fd) != ARCHIVE_OK) {
 		r = ar_err(&w, "opening the archive");
 		goto out;
