@@ -10,16 +10,24 @@
 #include "../store/store.h"
 #include "table.h"
 
-/* Opens the pool holding name and looks the dataset up; prints the error. */
+/* Opens the pool holding name and looks the dataset (or, with an '@', the
+ * snapshot) up; prints the error. */
 static int open_ds(const char *name, int flags, const char *verb, struct store_pool **pp,
 		   struct store_ds *ds)
 {
-	int r;
-	if ((r = store_name_check(name, STORE_NAME_DATASET)) < 0)
+	int r, snap = strchr(name, '@') != NULL;
+	if ((r = store_name_check(name, snap ? STORE_NAME_SNAPSHOT : STORE_NAME_DATASET)) < 0)
 		return cli_fail(r, "cannot %s '%s'", verb, name);
 	if ((r = store_pool_open_for(name, flags, pp)) < 0)
 		return cli_fail(r, "cannot %s '%s'", verb, name);
-	if ((r = store_ds_lookup(*pp, name, ds)) < 0) {
+	if (snap) {
+		struct store_snap s;
+		if ((r = store_snap_lookup(*pp, name, &s)) == 0)
+			store_snap_to_ds(&s, ds);
+	} else {
+		r = store_ds_lookup(*pp, name, ds);
+	}
+	if (r < 0) {
 		store_pool_close(*pp);
 		*pp = NULL;
 		return cli_fail(r, "cannot %s '%s'", verb, name);
@@ -70,23 +78,65 @@ int cmd_create(int argc, char **argv)
 	return r < 0 ? cli_fail(r, "cannot create '%s'", name) : EXIT_OK;
 }
 
+static int print_would_destroy(struct store_pool *p, const struct store_ds *ds, void *arg)
+{
+	printf("%s destroy %s\n", (const char *)arg, ds->name);
+	return 0;
+}
+
+static int print_snaps_destroy(struct store_pool *p, const struct store_snap *s, void *arg)
+{
+	printf("%s destroy %s\n", (const char *)arg, s->name);
+	return 0;
+}
+
+static int print_tree_destroy(struct store_pool *p, const struct store_ds *ds, void *arg)
+{
+	int r = store_snap_iter(p, ds, print_snaps_destroy, arg);
+	return r ? r : print_would_destroy(p, ds, arg);
+}
+
 int cmd_destroy(int argc, char **argv)
 {
-	int c, r, recursive = 0;
+	const char *usage = "usage: ferry destroy [-r] [-n] [-v] DATASET | DATASET@SNAP[%SNAP][,SNAP]...";
+	int c, r, recursive = 0, dry = 0, verbose = 0;
 	struct store_pool *p = NULL;
 	struct store_ds ds;
+	for (int i = 1; i < argc; i++)
+		if (argv[i][0] != '-' && strchr(argv[i], '@'))
+			return cli_snap_destroy(argc, argv);
 	optind = 1;
-	while ((c = getopt(argc, argv, "+r")) != -1) {
-		if (c == 'r')
-			recursive = 1;
-		else
-			return cli_bad_option(argv, "usage: ferry destroy [-r] DATASET");
+	while ((c = getopt(argc, argv, "+rnvp")) != -1) {
+		switch (c) {
+		case 'r': recursive = 1; break;
+		case 'n': dry = 1; break;
+		case 'v': verbose = 1; break;
+		case 'p': break;
+		default: return cli_bad_option(argv, usage);
+		}
 	}
 	if (argc - optind != 1)
-		return cli_usage("usage: ferry destroy [-r] DATASET");
+		return cli_usage("%s", usage);
 	const char *name = argv[optind];
-	if ((r = open_ds(name, 0, "destroy", &p, &ds)) != EXIT_OK)
+	if ((r = open_ds(name, dry ? STORE_OPEN_RDONLY : 0, "destroy", &p, &ds)) != EXIT_OK)
 		return r;
+	if ((r = store_ds_destroy_check(p, name, recursive)) < 0) {
+		store_pool_close(p);
+		return cli_fail(r, "cannot destroy '%s'", name);
+	}
+	if (dry) {
+		if (verbose && (r = store_ds_walk(p, &ds, recursive ? -1 : 0, print_tree_destroy,
+						 "would")) < 0) {
+			store_pool_close(p);
+			return cli_fail(r, "cannot destroy '%s'", name);
+		}
+		store_pool_close(p);
+		return EXIT_OK;
+	}
+	if (verbose && (r = store_ds_walk(p, &ds, recursive ? -1 : 0, print_tree_destroy, "will")) < 0) {
+		store_pool_close(p);
+		return cli_fail(r, "cannot destroy '%s'", name);
+	}
 	r = store_ds_destroy(p, name, recursive);
 	store_pool_close(p);
 	return r < 0 ? cli_fail(r, "cannot destroy '%s'", name) : EXIT_OK;
@@ -125,6 +175,20 @@ static const char *col_header(const char *prop)
 		if (!strcmp(map[i].p, prop))
 			return map[i].h;
 	return NULL;
+}
+
+/* Columns zfs right-aligns: sizes and ratios. */
+static int numeric_column(const char *prop)
+{
+	static const char *const nums[] = {
+		"used", "available", "avail", "referenced", "refer", "compressratio", "ratio",
+		"refcompressratio", "recordsize", "recsize", "volsize", "volblocksize", "volblock",
+		"logicalused", "logicalreferenced", "written", "usedbysnapshots", "createtxg",
+	};
+	for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+		if (!strcmp(nums[i], prop))
+			return 1;
+	return 0;
 }
 
 static int cell_set(struct cell *c, const char *value, const char *exact, int numeric)
@@ -223,7 +287,26 @@ static void json_prop(struct rowset *rs, struct store_pool *p, const struct stor
 	json_object_set_new(props, v->name, o);
 }
 
+static int list_one(struct store_pool *p, const struct store_ds *ds, void *arg);
+
+static int list_snap(struct store_pool *p, const struct store_snap *s, void *arg)
+{
+	struct store_ds ds;
+	store_snap_to_ds(s, &ds);
+	return list_one(p, &ds, arg);
+}
+
+/* A dataset's row, then (when snapshots are asked for) its snapshots'. */
 static int list_row(struct store_pool *p, const struct store_ds *ds, void *arg)
+{
+	struct rowset *rs = arg;
+	int r = list_one(p, ds, arg);
+	if (r == 0 && ds->type != STORE_DS_SNAPSHOT && (rs->types & (1 << STORE_DS_SNAPSHOT)))
+		r = store_snap_iter(p, ds, list_snap, arg);
+	return r;
+}
+
+static int list_one(struct store_pool *p, const struct store_ds *ds, void *arg)
 {
 	struct rowset *rs = arg;
 	struct cell *row;
@@ -341,7 +424,9 @@ static int for_targets(int argc, char **argv, int depth, int all_depth, const ch
 			rc = r;
 			continue;
 		}
-		if ((r = store_ds_walk(p, &ds, depth, fn, arg)) < 0)
+		/* A snapshot has no children to walk. */
+		r = ds.type == STORE_DS_SNAPSHOT ? fn(p, &ds, arg) : store_ds_walk(p, &ds, depth, fn, arg);
+		if (r < 0)
 			rc = cli_fail(r, "cannot %s '%s'", verb, argv[i]);
 		store_pool_close(p);
 	}
@@ -479,7 +564,7 @@ int cmd_list(int argc, char **argv)
 			snprintf(hdrs[i], 64, "%s", h);
 		else
 			hdrs[i][j] = 0;
-		int right = rs.n > 0 && rs.rows[0][i].numeric && strcmp(rs.cols[i], "creation");
+		int right = numeric_column(rs.cols[i]);
 		table_header(&t, i, hdrs[i], right);
 	}
 	char **cells = calloc(ncols ? ncols : 1, sizeof *cells);
@@ -515,6 +600,7 @@ struct getctx {
 	size_t nfields;
 	int exact;
 	int types;
+	int recursive;
 	struct table *t;
 	struct rowset *json;
 	struct store_pool *pool;
@@ -541,7 +627,27 @@ static int get_emit(const struct store_propval *v, void *arg)
 	return table_add(g->t, cells);
 }
 
+static int get_one(struct store_pool *p, const struct store_ds *ds, void *arg);
+
+static int get_snap(struct store_pool *p, const struct store_snap *s, void *arg)
+{
+	struct store_ds ds;
+	store_snap_to_ds(s, &ds);
+	return get_one(p, &ds, arg);
+}
+
+/* A dataset's properties, then with -r its snapshots' (as zfs get -r). */
 static int get_ds(struct store_pool *p, const struct store_ds *ds, void *arg)
+{
+	struct getctx *g = arg;
+	int r = get_one(p, ds, arg);
+	if (r == 0 && g->recursive && ds->type != STORE_DS_SNAPSHOT &&
+	    (g->types & (1 << STORE_DS_SNAPSHOT)))
+		r = store_snap_iter(p, ds, get_snap, arg);
+	return r;
+}
+
+static int get_one(struct store_pool *p, const struct store_ds *ds, void *arg)
 {
 	struct getctx *g = arg;
 	struct store_propval *v;
@@ -641,6 +747,7 @@ int cmd_get(int argc, char **argv)
 		rs.exact = g.exact;
 		g.json = &rs;
 	}
+	g.recursive = recursive;
 	rc = for_targets(argc - optind - 1, argv + optind + 1, recursive ? (depth ? depth : -1) : 0,
 			 -1, "get", get_ds, &g);
 	if (json) {

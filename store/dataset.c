@@ -213,10 +213,12 @@ fail:
 	return r;
 }
 
+/* Children are child datasets and snapshots, as zfs counts them. */
 static int count_children(struct store_pool *p, int64_t id, int64_t *n)
 {
 	sqlite3_stmt *st = NULL;
-	int r = cat_prepare(p, "SELECT count(*) FROM datasets WHERE parent_id = ?", &st);
+	int r = cat_prepare(p, "SELECT (SELECT count(*) FROM datasets WHERE parent_id = ?1)"
+			       " + (SELECT count(*) FROM snapshots WHERE ds_id = ?1)", &st);
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(st, 1, id);
@@ -271,7 +273,7 @@ out:
 	return r;
 }
 
-int store_ds_destroy(struct store_pool *p, const char *name, int recursive)
+int store_ds_destroy_check(struct store_pool *p, const char *name, int recursive)
 {
 	struct store_ds ds;
 	int64_t nchild = 0;
@@ -283,8 +285,18 @@ int store_ds_destroy(struct store_pool *p, const char *name, int recursive)
 	if ((r = count_children(p, ds.id, &nchild)) < 0)
 		return r;
 	if (nchild > 0 && !recursive)
-		return ferry_err(FERR_BUSY, "%s has children (use -r to destroy them too)",
+		return ferry_err(FERR_BUSY, "%s has children or snapshots (use -r to destroy them too)",
 				 store_ds_type_name(ds.type));
+	return 0;
+}
+
+int store_ds_destroy(struct store_pool *p, const char *name, int recursive)
+{
+	struct store_ds ds;
+	int r;
+	if ((r = store_ds_destroy_check(p, name, recursive)) < 0 ||
+	    (r = store_ds_lookup(p, name, &ds)) < 0)
+		return r;
 	if ((r = store_tx_begin(p)) < 0)
 		return r;
 	if ((r = destroy_tree(p, &ds)) < 0) {

@@ -296,6 +296,20 @@ int store_prop_get(struct store_pool *p, const struct store_ds *ds, const char *
 		if (!user_prop_name(name))
 			return ferry_err(FERR_PROP, "invalid property '%s'", name);
 		snprintf(out->name, sizeof out->name, "%s", name);
+		if (ds->type == STORE_DS_SNAPSHOT) {
+			/* A snapshot shows its dataset's user properties as inherited. */
+			struct store_ds parent;
+			if ((r = ds_load_by_id(p, ds->parent_id, &parent)) < 0 ||
+			    (r = resolve(p, &parent, name, 1, NULL, out)) < 0)
+				return r;
+			if (out->source == STORE_SRC_LOCAL || out->source == STORE_SRC_RECEIVED) {
+				out->source = STORE_SRC_INHERITED;
+				snprintf(out->inherited_from, sizeof out->inherited_from, "%s",
+					 parent.name);
+			}
+			snprintf(out->value, sizeof out->value, "%s", out->exact);
+			return 0;
+		}
 		if ((r = resolve(p, ds, name, 1, NULL, out)) < 0)
 			return r;
 		snprintf(out->value, sizeof out->value, "%s", out->exact);
@@ -381,7 +395,10 @@ int store_prop_all(struct store_pool *p, const struct store_ds *ds, store_prop_f
 		if ((r = store_prop_get(p, ds, props_table[i].name, v)) < 0 || (r = fn(v, arg)) != 0)
 			goto out;
 	}
-	if ((r = user_names(p, ds, &names, &n)) < 0)
+	struct store_ds owner = *ds;
+	if (ds->type == STORE_DS_SNAPSHOT && (r = ds_load_by_id(p, ds->parent_id, &owner)) < 0)
+		goto out;
+	if ((r = user_names(p, &owner, &names, &n)) < 0)
 		goto out;
 	for (size_t i = 0; i < n; i++)
 		if ((r = store_prop_get(p, ds, names[i], v)) < 0 || (r = fn(v, arg)) != 0)
@@ -424,6 +441,8 @@ int prop_set(struct store_pool *p, const struct store_ds *ds,
 	int r;
 	if (source != STORE_SRC_LOCAL && source != STORE_SRC_RECEIVED)
 		return ferry_err(FERR_INVAL, "property source must be local or received");
+	if (ds->type == STORE_DS_SNAPSHOT)
+		return ferry_err(FERR_PROP, "snapshot properties cannot be changed");
 	/* Validate everything first: all or nothing. */
 	for (size_t i = 0; i < n; i++)
 		if ((r = store_prop_validate(props[i].name, props[i].value, ds->type,
@@ -477,6 +496,8 @@ int store_prop_inherit(struct store_pool *p, const struct store_ds *ds, const ch
 		return ferry_err(FERR_PROP, "property '%s' can be set only at creation", d->name);
 	if (d && !strcmp(d->name, "volsize"))
 		return ferry_err(FERR_PROP, "property 'volsize' cannot be inherited");
+	if (ds->type == STORE_DS_SNAPSHOT)
+		return ferry_err(FERR_PROP, "snapshot properties cannot be changed");
 	const char *arg[2] = {d ? d->name : name, revert_received ? "" : NULL};
 	if ((r = store_tx_begin(p)) < 0)
 		return r;

@@ -116,6 +116,8 @@ int store_ds_create(struct store_pool *p, const char *name, int type, int parent
 /* Destroys dataset name; with children and !recursive → -FERR_BUSY. The
  * root dataset can't be destroyed (destroy the pool's files instead). */
 int store_ds_destroy(struct store_pool *p, const char *name, int recursive) FERRY_WUR;
+/* The checks of store_ds_destroy without the destroying (destroy -n). */
+int store_ds_destroy_check(struct store_pool *p, const char *name, int recursive) FERRY_WUR;
 
 /* Calls fn for ds and, when depth != 0, its descendants down to depth
  * levels (depth < 0: all), parents before children, siblings by name.
