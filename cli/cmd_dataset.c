@@ -300,8 +300,17 @@ static int list_snap(struct store_pool *p, const struct store_snap *s, void *arg
 static int list_row(struct store_pool *p, const struct store_ds *ds, void *arg)
 {
 	struct rowset *rs = arg;
+	if (ds->type == STORE_DS_SNAPSHOT) {
+		/* Only a snapshot named on the command line gets here: shown
+		 * whatever -t says, as zfs list does. */
+		int saved = rs->types, r2;
+		rs->types |= 1 << STORE_DS_SNAPSHOT;
+		r2 = list_one(p, ds, arg);
+		rs->types = saved;
+		return r2;
+	}
 	int r = list_one(p, ds, arg);
-	if (r == 0 && ds->type != STORE_DS_SNAPSHOT && (rs->types & (1 << STORE_DS_SNAPSHOT)))
+	if (r == 0 && (rs->types & (1 << STORE_DS_SNAPSHOT)))
 		r = store_snap_iter(p, ds, list_snap, arg);
 	return r;
 }
