@@ -693,8 +693,8 @@ int store_writer_commit_snapshot(struct store_writer *w, const struct store_ds *
 	if (prev) {
 		if ((r = cat_prepare(p, "SELECT coalesce(sum(b.psize), 0) FROM snap_blocks s"
 				       " JOIN blocks b ON b.id = s.block_id WHERE s.snap_id = ?1"
-				       " AND s.block_id NOT IN (SELECT block_id FROM snap_blocks"
-				       " WHERE snap_id = ?2)", &st)) < 0)
+				       " AND NOT EXISTS (SELECT 1 FROM snap_blocks o WHERE"
+				       " o.snap_id = ?2 AND o.block_id = s.block_id)", &st)) < 0)
 			goto fail;
 		sqlite3_bind_int64(st, 1, id);
 		sqlite3_bind_int64(st, 2, prev);

@@ -382,13 +382,43 @@ int cat_exec_i64(struct store_pool *p, const char *sql, int64_t v)
  * predecessor (after a destroy changed who precedes whom). */
 static int recompute_written(struct store_pool *p, int64_t ds_id)
 {
-	return cat_exec_i64(p, "UPDATE snapshots SET written = (SELECT coalesce(sum(b.psize), 0)"
-			      " FROM snap_blocks s JOIN blocks b ON b.id = s.block_id"
-			      " WHERE s.snap_id = snapshots.id AND s.block_id NOT IN"
-			      " (SELECT block_id FROM snap_blocks WHERE snap_id = (SELECT o.id"
-			      " FROM snapshots o WHERE o.ds_id = snapshots.ds_id AND o.createtxg <"
-			      " snapshots.createtxg ORDER BY o.createtxg DESC LIMIT 1)))"
-			      " WHERE ds_id = ?", ds_id);
+	sqlite3_stmt *ls = NULL, *sum = NULL, *up = NULL;
+	int64_t prev = 0;
+	int r;
+	if ((r = cat_prepare(p, "SELECT id FROM snapshots WHERE ds_id = ? ORDER BY createtxg", &ls)) < 0 ||
+	    (r = cat_prepare(p, "SELECT coalesce(sum(b.psize), 0) FROM snap_blocks s JOIN blocks b"
+			       " ON b.id = s.block_id WHERE s.snap_id = ?1 AND NOT EXISTS (SELECT 1"
+			       " FROM snap_blocks o WHERE o.snap_id = ?2 AND o.block_id = s.block_id)",
+			     &sum)) < 0 ||
+	    (r = cat_prepare(p, "UPDATE snapshots SET written = ? WHERE id = ?", &up)) < 0)
+		goto out;
+	sqlite3_bind_int64(ls, 1, ds_id);
+	int s;
+	while ((s = sqlite3_step(ls)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(ls, 0);
+		sqlite3_reset(sum);
+		sqlite3_bind_int64(sum, 1, id);
+		sqlite3_bind_int64(sum, 2, prev);
+		if (sqlite3_step(sum) != SQLITE_ROW) {
+			r = cat_err(p, "computing written");
+			goto out;
+		}
+		sqlite3_reset(up);
+		sqlite3_bind_int64(up, 1, sqlite3_column_int64(sum, 0));
+		sqlite3_bind_int64(up, 2, id);
+		if (sqlite3_step(up) != SQLITE_DONE) {
+			r = cat_err(p, "recording written");
+			goto out;
+		}
+		prev = id;
+	}
+	if (s != SQLITE_DONE)
+		r = cat_err(p, "listing snapshots");
+out:
+	sqlite3_finalize(ls);
+	sqlite3_finalize(sum);
+	sqlite3_finalize(up);
+	return r;
 }
 
 int store_snap_destroy(struct store_pool *p, const struct store_snap *list, size_t n)
