@@ -1,0 +1,981 @@
+/* send/send.c — snapshots → a ferry stream.
+ *
+ * The walk: the target's tree against the base's, entry by entry (by name
+ * in directories, by position in blocklist indexes). Equal subtrees are
+ * skipped by hash. A first pass over the changed part collects the base's
+ * nodes that the second pass may meet again elsewhere (a renamed file
+ * keeps its blocklist node, a moved directory its directory node), so
+ * those are not sent; blocks the base snapshot references are sent as
+ * WRITE_BYREF. Every object goes out once per substream (a TEMP-table set)
+ * and in post-order: children before the node that names them, the root
+ * last. The order is deterministic, so a resume position is a count of
+ * body records. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "send.h"
+
+#define OUT_FLUSH ((size_t)1 << 20)
+#define KEY_LEN (1 + FERRY_HASH_LEN)
+
+struct snd {
+	struct store_pool *p;
+	struct store_reader *rd;
+	const struct send_opts *o;
+	struct stream_sink *sink;
+	struct stream_encoder *enc; /* NULL when dry running */
+	struct fbuf out;
+	struct send_stats st;
+	struct store_hset *sent;    /* objects already in this substream */
+	struct store_hset *base;    /* nodes the base holds (first pass) */
+	int64_t base_id;            /* base snapshot id, 0 for a full stream */
+	int collect;                /* first pass: gather, emit nothing */
+	uint64_t seq, skip;         /* body records so far; resume: not written up to skip */
+	unsigned flags;             /* stream flags */
+	struct codec_spec prefer;   /* the codec asked for a stored copy in */
+	struct fbuf blk, node;
+	uint8_t *lbuf, *sbuf;
+	size_t sbuf_cap;
+	const char *cur;            /* snapshot being sent */
+	uint64_t last_ns;
+};
+
+static void mkkey(uint8_t key[KEY_LEN], char kind, const uint8_t *hash)
+{
+	key[0] = (uint8_t)kind;
+	memcpy(key + 1, hash, FERRY_HASH_LEN);
+}
+
+static int rd_node(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, struct fbuf *out)
+{
+	struct snd *s = arg;
+	return store_node_read(s->rd, hash, type, out);
+}
+
+static int flush_out(struct snd *s, int force)
+{
+	int r;
+	if (s->o->progress) {
+		uint64_t now = ferry_now_ns();
+		if (force || now - s->last_ns > 1000000000ull) {
+			struct send_progress pr = {s->cur, s->st.bytes, s->st.records};
+			s->o->progress(s->o->arg, &pr);
+			s->last_ns = now;
+		}
+	}
+	if (!s->enc || (!force && s->out.len < OUT_FLUSH))
+		return 0;
+	if ((r = stream_sink_flush(s->sink, &s->out)) < 0)
+		return r;
+	return 0;
+}
+
+/* Accounts one record of payload length len; appended by the encoder to
+ * s->out unless dry running. */
+static int counted(struct snd *s, size_t len)
+{
+	s->st.bytes += STREAM_HDR_LEN + len + STREAM_TRAILER_LEN;
+	s->st.records++;
+	return flush_out(s, 0);
+}
+
+/* 1 when body record number seq+1 is to be written (not before a resume
+ * position); advances seq. */
+static int body_next(struct snd *s)
+{
+	s->seq++;
+	return s->seq > s->skip;
+}
+
+/* ---- objects -------------------------------------------------------------------- */
+
+static int node_known(struct snd *s, const uint8_t *hash)
+{
+	uint8_t key[KEY_LEN];
+	int r;
+	mkkey(key, 'N', hash);
+	if (s->base && (r = store_hset_get(s->base, key, sizeof key, NULL)) != 0)
+		return r;
+	return store_hset_get(s->sent, key, sizeof key, NULL);
+}
+
+static int base_add(struct snd *s, const uint8_t *hash)
+{
+	uint8_t key[KEY_LEN];
+	mkkey(key, 'N', hash);
+	int r = store_hset_add(s->base, key, sizeof key, 0);
+	return r < 0 ? r : 0;
+}
+
+static int emit_node(struct snd *s, const uint8_t *hash)
+{
+	uint8_t key[KEY_LEN];
+	int r, t;
+	if ((r = node_known(s, hash)) != 0)
+		return r < 0 ? r : 0;
+	mkkey(key, 'N', hash);
+	if ((r = store_hset_add(s->sent, key, sizeof key, 0)) < 0)
+		return r;
+	if (!body_next(s))
+		return 0;
+	if ((r = store_node_read(s->rd, hash, &t, &s->node)) < 0)
+		return r;
+	s->st.nodes++;
+	if (s->enc && (r = stream_encode_node(s->enc, (uint8_t)t, s->node.data, s->node.len,
+					      &s->out)) < 0)
+		return r;
+	return counted(s, 36 + s->node.len);
+}
+
+/* The WRITE payload of block hash as o asks: logical, as stored, or
+ * recompressed to o->codec. */
+static int block_payload(struct snd *s, const uint8_t *hash, uint32_t lsize,
+			 struct stream_write *w)
+{
+	struct codec_spec c;
+	uint32_t ls;
+	int r;
+	memcpy(w->hash, hash, FERRY_HASH_LEN);
+	w->lsize = lsize;
+	if (!(s->flags & STREAM_F_COMPRESSED)) {
+		if (!s->enc) {
+			w->codec = CODEC_OFF;
+			w->level = 0;
+			w->psize = lsize;
+			w->data = NULL;
+			return 0;
+		}
+		if ((r = store_block_read(s->rd, hash, s->lbuf, lsize)) < 0)
+			return r;
+		w->codec = CODEC_OFF;
+		w->level = 0;
+		w->psize = lsize;
+		w->data = s->lbuf;
+		return 0;
+	}
+	if ((r = store_block_read_stored(s->rd, hash, s->prefer, &c, &ls, &s->blk)) < 0)
+		return r;
+	if (ls != lsize)
+		return ferry_err(FERR_CORRUPT, "block is %u bytes, its blocklist says %u", ls, lsize);
+	if (!(s->o->flags & SEND_RECOMPRESS) || codec_equal(c, s->o->codec) ||
+	    (c.id == CODEC_OFF && s->o->codec.id == CODEC_OFF)) {
+		w->codec = c.id;
+		w->level = c.level;
+		w->psize = (uint32_t)s->blk.len;
+		w->data = s->blk.data;
+		return 0;
+	}
+	/* --compress: recompress here so the receiver keeps it as it is */
+	if (c.id == CODEC_OFF)
+		memcpy(s->lbuf, s->blk.data, lsize);
+	else if ((r = codec_decode(c, s->blk.data, s->blk.len, s->lbuf, lsize)) < 0)
+		return r;
+	size_t psize = 0;
+	enum block_form form;
+	if ((r = codec_store_block(s->o->codec, s->lbuf, lsize, s->sbuf, s->sbuf_cap, &psize,
+				   &form)) < 0)
+		return r;
+	if (form == BLOCK_HOLE) {
+		r = codec_encode(s->o->codec, s->lbuf, lsize, s->sbuf, s->sbuf_cap, &psize);
+		if (r == -FERR_NOSPACE_DST) {
+			ferry_err_clear();
+			form = BLOCK_RAW;
+		} else if (r < 0) {
+			return r;
+		} else {
+			form = psize <= lsize ? BLOCK_COMPRESSED : BLOCK_RAW;
+		}
+	}
+	if (form == BLOCK_COMPRESSED) {
+		w->codec = s->o->codec.id;
+		w->level = s->o->codec.level;
+		w->psize = (uint32_t)psize;
+		w->data = s->sbuf;
+	} else {
+		w->codec = CODEC_OFF;
+		w->level = 0;
+		w->psize = lsize;
+		w->data = s->lbuf;
+	}
+	return 0;
+}
+
+static int emit_block(struct snd *s, const uint8_t *hash, uint64_t len)
+{
+	uint8_t key[KEY_LEN];
+	int r, inbase = 0;
+	if (len == 0 || len > STREAM_BLOCK_MAX)
+		return ferry_err(FERR_LIMIT, "a block of %llu bytes does not fit in a stream",
+				 (unsigned long long)len);
+	mkkey(key, 'B', hash);
+	if ((r = store_hset_add(s->sent, key, sizeof key, 0)) <= 0)
+		return r;
+	if (s->base_id && (inbase = store_snap_has_block(s->p, s->base_id, hash)) < 0)
+		return inbase;
+	if (!body_next(s))
+		return 0;
+	if (inbase) {
+		s->st.byrefs++;
+		if (s->enc && (r = stream_encode_byref(s->enc, hash, (uint32_t)len, &s->out)) < 0)
+			return r;
+		return counted(s, 40);
+	}
+	struct stream_write w;
+	memset(&w, 0, sizeof w);
+	if ((r = block_payload(s, hash, (uint32_t)len, &w)) < 0)
+		return r;
+	s->st.writes++;
+	s->st.block_lbytes += len;
+	s->st.block_pbytes += w.psize;
+	if (s->enc && (r = stream_encode_write(s->enc, &w, &s->out)) < 0)
+		return r;
+	return counted(s, 48 + (size_t)w.psize);
+}
+
+/* ---- the walk --------------------------------------------------------------------- */
+
+static int walk_bl(struct snd *s, int nt, const uint8_t *nh, int ot, const uint8_t *oh,
+		   int depth)
+{
+	struct fbuf nb, ob;
+	struct node_extent *x = NULL;
+	struct node_index_child *k = NULL, *ok = NULL;
+	size_t n = 0, on = 0;
+	int r, t, t2;
+	if (oh && nt == ot && !memcmp(nh, oh, FERRY_HASH_LEN))
+		return 0;
+	if (s->collect && !oh)
+		return 0;
+	if (!s->collect && (r = node_known(s, nh)) != 0)
+		return r < 0 ? r : 0;
+	if (depth > NODE_DEPTH_MAX)
+		return ferry_err(FERR_CORRUPT, "blocklist deeper than %d levels", NODE_DEPTH_MAX);
+	fbuf_init(&nb, NODE_MAX);
+	fbuf_init(&ob, NODE_MAX);
+	if (s->collect && (r = base_add(s, oh)) < 0)
+		goto out;
+	if ((r = store_node_read(s->rd, nh, &t, &nb)) < 0)
+		goto out;
+	if (t != nt) {
+		r = ferry_err(FERR_CORRUPT, "node has type %d, expected %d", t, nt);
+		goto out;
+	}
+	if (t == NODE_BLOCKLIST_INDEX) {
+		if ((r = node_bli_decode(nb.data, nb.len, &k, &n)) < 0)
+			goto out;
+		if (oh && ot == NODE_BLOCKLIST_INDEX) {
+			if ((r = store_node_read(s->rd, oh, &t2, &ob)) < 0 ||
+			    (r = node_bli_decode(ob.data, ob.len, &ok, &on)) < 0)
+				goto out;
+			if (s->collect)
+				for (size_t i = 0; i < on; i++)
+					if ((r = base_add(s, ok[i].hash)) < 0)
+						goto out;
+		}
+		uint64_t off = 0, ooff = 0;
+		size_t j = 0;
+		for (size_t i = 0; i < n; i++) {
+			/* pair children that start at the same offset with the same span */
+			while (ok && j < on && ooff < off)
+				ooff += ok[j++].span;
+			const struct node_index_child *oc =
+				ok && j < on && ooff == off && ok[j].span == k[i].span ? &ok[j] : NULL;
+			if ((r = walk_bl(s, k[i].type, k[i].hash, oc ? oc->type : 0,
+					 oc ? oc->hash : NULL, depth + 1)) < 0)
+				goto out;
+			off += k[i].span;
+		}
+	} else if (t == NODE_BLOCKLIST) {
+		if (!s->collect) {
+			if ((r = node_bl_decode(nb.data, nb.len, &x, &n)) < 0)
+				goto out;
+			for (size_t i = 0; i < n; i++)
+				if (!x[i].hole && (r = emit_block(s, x[i].hash, x[i].len)) < 0)
+					goto out;
+		}
+	} else {
+		r = ferry_err(FERR_CORRUPT, "file points to a node of type %d", t);
+		goto out;
+	}
+	if (!s->collect)
+		r = emit_node(s, nh);
+out:
+	free(x);
+	free(k);
+	free(ok);
+	fbuf_release(&nb);
+	fbuf_release(&ob);
+	return r;
+}
+
+static int name_cmp(const struct node_entry *a, const struct node_entry *b)
+{
+	size_t m = a->name_len < b->name_len ? a->name_len : b->name_len;
+	int c = memcmp(a->name, b->name, m);
+	if (c)
+		return c;
+	return a->name_len < b->name_len ? -1 : a->name_len > b->name_len;
+}
+
+/* The chunk hashes of a directory index node. */
+static int dir_chunks(struct snd *s, const uint8_t *hash, int (*fn)(struct snd *, const uint8_t *))
+{
+	struct fbuf b;
+	int r, t;
+	fbuf_init(&b, NODE_MAX);
+	if ((r = store_node_read(s->rd, hash, &t, &b)) < 0)
+		goto out;
+	if (t != NODE_EXT || b.len < 5 || b.data[0] != NODE_EXT_DIR_INDEX) {
+		r = ferry_err(FERR_CORRUPT, "directory points to a non-index node");
+		goto out;
+	}
+	uint32_t nk = get_le32(b.data + 1);
+	size_t pos = 5;
+	for (uint32_t i = 0; i < nk; i++) {
+		if (b.len - pos < 6) {
+			r = ferry_err(FERR_CORRUPT, "directory index is truncated");
+			goto out;
+		}
+		size_t fl = get_le16(b.data + pos + 4);
+		pos += 6;
+		if (b.len - pos < fl + FERRY_HASH_LEN) {
+			r = ferry_err(FERR_CORRUPT, "directory index is truncated");
+			goto out;
+		}
+		pos += fl;
+		if ((r = fn(s, b.data + pos)) < 0)
+			goto out;
+		pos += FERRY_HASH_LEN;
+	}
+out:
+	fbuf_release(&b);
+	return r;
+}
+
+static int walk_dir(struct snd *s, int nt, const uint8_t *nh, int ot, const uint8_t *oh)
+{
+	struct node_dir nd, od;
+	int r;
+	memset(&nd, 0, sizeof nd);
+	memset(&od, 0, sizeof od);
+	if (oh && nt == ot && !memcmp(nh, oh, FERRY_HASH_LEN))
+		return 0;
+	if (s->collect && !oh)
+		return 0;
+	if (!s->collect && (r = node_known(s, nh)) != 0)
+		return r < 0 ? r : 0;
+	if ((r = node_dir_load(rd_node, s, nt, nh, &nd)) < 0)
+		goto out;
+	if (oh && (r = node_dir_load(rd_node, s, ot, oh, &od)) < 0)
+		goto out;
+	if (s->collect) {
+		if ((r = base_add(s, oh)) < 0)
+			goto out;
+		if (ot == NODE_EXT && (r = dir_chunks(s, oh, base_add)) < 0)
+			goto out;
+		for (size_t j = 0; j < od.n; j++)
+			if (od.ents[j].child_type && (r = base_add(s, od.ents[j].child)) < 0)
+				goto out;
+	}
+	size_t j = 0;
+	for (size_t i = 0; i < nd.n; i++) {
+		const struct node_entry *e = &nd.ents[i], *o = NULL;
+		while (j < od.n && name_cmp(&od.ents[j], e) < 0)
+			j++;
+		if (j < od.n && name_cmp(&od.ents[j], e) == 0)
+			o = &od.ents[j];
+		if (!e->child_type)
+			continue;
+		if (o && (o->ftype != e->ftype || !o->child_type))
+			o = NULL;
+		if (e->ftype == NODE_F_DIR)
+			r = walk_dir(s, e->child_type, e->child, o ? o->child_type : 0,
+				     o ? o->child : NULL);
+		else
+			r = walk_bl(s, e->child_type, e->child, o ? o->child_type : 0,
+				    o ? o->child : NULL, 0);
+		if (r < 0)
+			goto out;
+	}
+	node_dir_release(&od);
+	if (!s->collect) {
+		if (nt == NODE_EXT && (r = dir_chunks(s, nh, emit_node)) < 0)
+			goto out;
+		r = emit_node(s, nh);
+	}
+out:
+	node_dir_release(&nd);
+	node_dir_release(&od);
+	return r;
+}
+
+/* Walks root (against base root oroot, or NULL) once. */
+static int walk_root(struct snd *s, const uint8_t *root, const uint8_t *oroot)
+{
+	struct node_entry e, oe;
+	struct node_xattr *xa = NULL, *oxa = NULL;
+	struct fbuf b, ob;
+	int r, t, kind = 0, okind = 0, have_old = 0;
+	fbuf_init(&b, NODE_MAX);
+	fbuf_init(&ob, NODE_MAX);
+	memset(&oe, 0, sizeof oe);
+	if (oroot && !memcmp(root, oroot, FERRY_HASH_LEN)) {
+		r = 0;
+		goto out;
+	}
+	if ((r = store_node_read(s->rd, root, &t, &b)) < 0)
+		goto out;
+	if (t != NODE_EXT || (r = node_root_decode(b.data, b.len, &kind, &e, &xa)) < 0) {
+		if (r >= 0)
+			r = ferry_err(FERR_CORRUPT, "snapshot root is not a root node");
+		goto out;
+	}
+	if (oroot) {
+		if ((r = store_node_read(s->rd, oroot, &t, &ob)) < 0)
+			goto out;
+		if (t != NODE_EXT || (r = node_root_decode(ob.data, ob.len, &okind, &oe, &oxa)) < 0) {
+			if (r >= 0)
+				r = ferry_err(FERR_CORRUPT, "base root is not a root node");
+			goto out;
+		}
+		have_old = okind == kind && oe.child_type;
+		if (s->collect && (r = base_add(s, oroot)) < 0)
+			goto out;
+	}
+	if (e.child_type) {
+		if (kind == NODE_ROOT_FILESYSTEM)
+			r = walk_dir(s, e.child_type, e.child, have_old ? oe.child_type : 0,
+				     have_old ? oe.child : NULL);
+		else
+			r = walk_bl(s, e.child_type, e.child, have_old ? oe.child_type : 0,
+				    have_old ? oe.child : NULL, 0);
+		if (r < 0)
+			goto out;
+	}
+	if (!s->collect)
+		r = emit_node(s, root);
+out:
+	free(xa);
+	free(oxa);
+	fbuf_release(&b);
+	fbuf_release(&ob);
+	return r;
+}
+
+/* ---- properties -------------------------------------------------------------------- */
+
+struct plist {
+	struct stream_prop *v;
+	size_t n, cap;
+	int err;
+};
+
+static int prop_cb(const struct store_propval *v, void *arg)
+{
+	struct plist *l = arg;
+	if (v->source != STORE_SRC_LOCAL && v->source != STORE_SRC_RECEIVED)
+		return 0;
+	if (l->n >= STREAM_PROPS_MAX)
+		return l->err = ferry_err(FERR_LIMIT, "more than %d properties", STREAM_PROPS_MAX);
+	if (strlen(v->exact) > STREAM_PROP_VALUE_MAX || strlen(v->name) > STREAM_PROP_NAME_MAX)
+		return 0;
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 16;
+		struct stream_prop *nv = realloc(l->v, nc * sizeof *nv);
+		if (!nv)
+			return l->err = ferry_err(FERR_NOMEM, "collecting properties");
+		l->v = nv;
+		l->cap = nc;
+	}
+	char *name = strdup(v->name), *value = strdup(v->exact);
+	if (!name || !value) {
+		free(name);
+		free(value);
+		return l->err = ferry_err(FERR_NOMEM, "collecting properties");
+	}
+	l->v[l->n].name = name;
+	l->v[l->n].value = value;
+	l->v[l->n].source = v->source == STORE_SRC_LOCAL ? STREAM_SRC_LOCAL : STREAM_SRC_RECEIVED;
+	l->n++;
+	return 0;
+}
+
+static int prop_sort(const void *a, const void *b)
+{
+	return strcmp(((const struct stream_prop *)a)->name, ((const struct stream_prop *)b)->name);
+}
+
+static void plist_release(struct plist *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		free((char *)l->v[i].name);
+		free((char *)l->v[i].value);
+	}
+	free(l->v);
+	memset(l, 0, sizeof *l);
+}
+
+static int plist_load(struct store_pool *p, const struct store_ds *ds, struct plist *l)
+{
+	int r;
+	memset(l, 0, sizeof *l);
+	r = store_prop_all(p, ds, prop_cb, l);
+	if (l->err < 0)
+		r = l->err;
+	if (r < 0) {
+		plist_release(l);
+		return r;
+	}
+	qsort(l->v, l->n, sizeof *l->v, prop_sort);
+	/* a name can come once only (local wins over received in prop_all) */
+	size_t w = 0;
+	for (size_t i = 0; i < l->n; i++) {
+		if (w && !strcmp(l->v[w - 1].name, l->v[i].name)) {
+			free((char *)l->v[i].name);
+			free((char *)l->v[i].value);
+			continue;
+		}
+		l->v[w++] = l->v[i];
+	}
+	l->n = w;
+	return 0;
+}
+
+/* ---- one substream ---------------------------------------------------------------- */
+
+static void split_ds(const char *full, char *ds, size_t n)
+{
+	const char *at = strchr(full, '@');
+	size_t len = at ? (size_t)(at - full) : strlen(full);
+	if (len >= n)
+		len = n - 1;
+	memcpy(ds, full, len);
+	ds[len] = 0;
+}
+
+static size_t begin_size(const struct stream_begin *b)
+{
+	size_t n = 120 + strlen(b->dataset) + strlen(b->snapshot);
+	for (size_t i = 0; i < b->nprops; i++)
+		n += 4 + strlen(b->props[i].name) + strlen(b->props[i].value);
+	return n;
+}
+
+/* Sends snapshot to (against base, or full when base is NULL) as one
+ * BEGIN..END; props (may be NULL) go into the BEGIN. */
+static int send_one(struct snd *s, const struct store_snap *to, const struct store_snap *base,
+		    const struct plist *props, uint64_t resume)
+{
+	struct stream_begin b;
+	char ds[STORE_NAME_MAX + 1];
+	int r;
+	uint64_t bytes0 = s->st.bytes;
+	split_ds(to->name, ds, sizeof ds);
+	memset(&b, 0, sizeof b);
+	b.flags = s->flags | (resume ? STREAM_F_RESUMED : 0);
+	b.ds_type = to->ds_type == STORE_DS_VOLUME ? STREAM_DS_VOLUME : STREAM_DS_FILESYSTEM;
+	b.root_type = NODE_EXT;
+	memcpy(b.root_hash, to->root, FERRY_HASH_LEN);
+	b.to_guid = to->guid;
+	b.from_guid = base ? base->guid : 0;
+	b.creation_ns = to->creation_ns;
+	b.creation_txg = to->createtxg;
+	b.resume_pos = resume;
+	b.dataset = ds;
+	b.snapshot = to->snapname;
+	if (props && (s->flags & STREAM_F_PROPS) && !(s->flags & STREAM_F_REPLICATE)) {
+		b.props = props->v;
+		b.nprops = props->n;
+	}
+	s->cur = to->name;
+	if (s->o->substream && s->enc)
+		s->o->substream(s->o->arg, base ? "incremental" : "full",
+				base ? base->snapname : "", to->name, 0);
+	if (s->enc && (r = stream_encode_begin(s->enc, &b, &s->out)) < 0)
+		return r;
+	if ((r = counted(s, begin_size(&b))) < 0)
+		return r;
+	if ((r = store_hset_new(s->p, 1, &s->sent)) < 0)
+		return r;
+	s->seq = 0;
+	s->skip = resume;
+	s->base_id = base ? base->id : 0;
+	if (base) {
+		if ((r = store_hset_new(s->p, 1, &s->base)) < 0)
+			goto out;
+		s->collect = 1;
+		r = walk_root(s, to->root, base->root);
+		s->collect = 0;
+		if (r < 0)
+			goto out;
+	}
+	if ((r = walk_root(s, to->root, base ? base->root : NULL)) < 0)
+		goto out;
+	if (s->seq < s->skip) {
+		r = ferry_err(FERR_INVAL, "resume position %llu is past the end of the stream (%llu)",
+			      (unsigned long long)s->skip, (unsigned long long)s->seq);
+		goto out;
+	}
+	if (s->enc && (r = stream_encode_end(s->enc, &s->out)) < 0)
+		goto out;
+	if ((r = counted(s, 40)) < 0)
+		goto out;
+	s->st.substreams++;
+	if (s->o->substream && !s->enc)
+		s->o->substream(s->o->arg, base ? "incremental" : "full",
+				base ? base->snapname : "", to->name, s->st.bytes - bytes0);
+out:
+	store_hset_free(s->sent);
+	store_hset_free(s->base);
+	s->sent = s->base = NULL;
+	return r;
+}
+
+/* ---- snapshot lists and packages ------------------------------------------------------ */
+
+struct slist {
+	struct store_snap *v;
+	size_t n, cap;
+};
+
+static int slist_cb(struct store_pool *p, const struct store_snap *sn, void *arg)
+{
+	struct slist *l = arg;
+	if (l->n >= STREAM_SNAPS_MAX)
+		return ferry_err(FERR_LIMIT, "more than %d snapshots", STREAM_SNAPS_MAX);
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 16;
+		struct store_snap *nv = realloc(l->v, nc * sizeof *nv);
+		if (!nv)
+			return ferry_err(FERR_NOMEM, "listing snapshots");
+		l->v = nv;
+		l->cap = nc;
+	}
+	l->v[l->n++] = *sn;
+	return 0;
+}
+
+static int slist_load(struct store_pool *p, const struct store_ds *ds, struct slist *l)
+{
+	memset(l, 0, sizeof *l);
+	int r = store_snap_iter(p, ds, slist_cb, l);
+	if (r < 0) {
+		free(l->v);
+		memset(l, 0, sizeof *l);
+	}
+	return r;
+}
+
+static ssize_t slist_find(const struct slist *l, const char *snapname)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (!strcmp(l->v[i].snapname, snapname))
+			return (ssize_t)i;
+	return -1;
+}
+
+struct dslist {
+	struct store_ds *v;
+	size_t n, cap;
+};
+
+static int dslist_cb(struct store_pool *p, const struct store_ds *ds, void *arg)
+{
+	struct dslist *l = arg;
+	if (l->n >= STREAM_PKG_DATASETS_MAX)
+		return ferry_err(FERR_LIMIT, "more than %d datasets", STREAM_PKG_DATASETS_MAX);
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 16;
+		struct store_ds *nv = realloc(l->v, nc * sizeof *nv);
+		if (!nv)
+			return ferry_err(FERR_NOMEM, "listing datasets");
+		l->v = nv;
+		l->cap = nc;
+	}
+	l->v[l->n++] = *ds;
+	return 0;
+}
+
+static int ds_sort(const void *a, const void *b)
+{
+	return strcmp(((const struct store_ds *)a)->name, ((const struct store_ds *)b)->name);
+}
+
+/* One dataset of a package: what it sends. */
+struct pkg_ds {
+	struct store_ds ds;
+	struct slist snaps;
+	struct plist props;
+	ssize_t from, to; /* indexes in snaps; from -1: full */
+	int include;
+};
+
+static const char *snap_part(const char *s)
+{
+	const char *at = strchr(s, '@');
+	return at ? at + 1 : s[0] == '@' ? s + 1 : s;
+}
+
+static int send_package(struct snd *s, const struct store_ds *top, const char *to_snap)
+{
+	struct dslist dl;
+	struct pkg_ds *pd = NULL;
+	const char *from = s->o->from ? snap_part(s->o->from) : NULL;
+	int replicate = (s->o->flags & SEND_REPLICATE) != 0;
+	int all = (s->o->flags & SEND_INTERMEDIATE) || (replicate && !from);
+	size_t nds = 0;
+	int r;
+	memset(&dl, 0, sizeof dl);
+	if (replicate) {
+		if ((r = store_ds_walk(s->p, top, -1, dslist_cb, &dl)) < 0)
+			goto out;
+	} else if ((r = dslist_cb(s->p, top, &dl)) < 0) {
+		goto out;
+	}
+	qsort(dl.v, dl.n, sizeof *dl.v, ds_sort);
+	if (!(pd = calloc(dl.n ? dl.n : 1, sizeof *pd))) {
+		r = ferry_err(FERR_NOMEM, "sending a package");
+		goto out;
+	}
+	for (size_t i = 0; i < dl.n; i++) {
+		struct pkg_ds *d = &pd[nds];
+		d->ds = dl.v[i];
+		if ((r = slist_load(s->p, &d->ds, &d->snaps)) < 0)
+			goto out;
+		nds++;
+		d->to = slist_find(&d->snaps, to_snap);
+		if (d->to < 0) {
+			if (!strcmp(d->ds.name, top->name)) {
+				r = ferry_err(FERR_NOENT, "snapshot '%s@%s' does not exist", top->name,
+					      to_snap);
+				goto out;
+			}
+			continue; /* a child without the snapshot is not sent */
+		}
+		d->from = from ? slist_find(&d->snaps, from) : -1;
+		if (from && d->from < 0 && !strcmp(d->ds.name, top->name)) {
+			r = ferry_err(FERR_NOENT, "snapshot '%s@%s' does not exist", top->name, from);
+			goto out;
+		}
+		if (d->from >= d->to && d->from >= 0) {
+			r = ferry_err(FERR_INVAL, "'%s@%s' is not earlier than '%s@%s'", d->ds.name,
+				      from, d->ds.name, to_snap);
+			goto out;
+		}
+		d->include = 1;
+		if ((replicate || (s->o->flags & SEND_PROPS)) &&
+		    (r = plist_load(s->p, &d->ds, &d->props)) < 0)
+			goto out;
+	}
+	struct stream_package pk;
+	memset(&pk, 0, sizeof pk);
+	pk.flags = s->flags;
+	pk.top = top->name;
+	pk.to_snap = to_snap;
+	pk.from_snap = from ? from : "";
+	for (size_t i = 0; i < nds; i++)
+		pk.ndatasets += pd[i].include;
+	if (s->enc && (r = stream_encode_package(s->enc, &pk, &s->out)) < 0)
+		goto out;
+	if ((r = counted(s, 40 + strlen(pk.top) + strlen(to_snap) + strlen(pk.from_snap))) < 0)
+		goto out;
+	for (size_t i = 0; i < nds; i++) {
+		struct pkg_ds *d = &pd[i];
+		if (!d->include)
+			continue;
+		struct stream_snap *ss = calloc(d->snaps.n ? d->snaps.n : 1, sizeof *ss);
+		if (!ss) {
+			r = ferry_err(FERR_NOMEM, "sending a package");
+			goto out;
+		}
+		size_t len = 24 + strlen(d->ds.name);
+		for (size_t j = 0; j < d->snaps.n; j++) {
+			ss[j].guid = d->snaps.v[j].guid;
+			ss[j].txg = d->snaps.v[j].createtxg;
+			ss[j].creation_ns = d->snaps.v[j].creation_ns;
+			ss[j].name = d->snaps.v[j].snapname;
+			len += 25 + strlen(ss[j].name);
+		}
+		for (size_t j = 0; j < d->props.n; j++)
+			len += 4 + strlen(d->props.v[j].name) + strlen(d->props.v[j].value);
+		struct stream_dataset sd;
+		memset(&sd, 0, sizeof sd);
+		sd.guid = d->ds.guid;
+		sd.ds_type = d->ds.type == STORE_DS_VOLUME ? STREAM_DS_VOLUME : STREAM_DS_FILESYSTEM;
+		sd.name = d->ds.name;
+		sd.props = d->props.v;
+		sd.nprops = d->props.n;
+		sd.snaps = ss;
+		sd.nsnaps = d->snaps.n;
+		r = s->enc ? stream_encode_dataset(s->enc, &sd, &s->out) : 0;
+		free(ss);
+		if (r < 0 || (r = counted(s, len)) < 0)
+			goto out;
+	}
+	for (size_t i = 0; i < nds; i++) {
+		struct pkg_ds *d = &pd[i];
+		if (!d->include)
+			continue;
+		ssize_t start = d->from >= 0 ? d->from + 1 : all ? 0 : d->to;
+		const struct store_snap *prev = d->from >= 0 ? &d->snaps.v[d->from] : NULL;
+		if (d->from >= 0 && !all)
+			start = d->to;
+		for (ssize_t j = start; j <= d->to; j++) {
+			if ((r = send_one(s, &d->snaps.v[j], prev, NULL, 0)) < 0)
+				goto out;
+			prev = &d->snaps.v[j];
+		}
+	}
+	if (s->enc && (r = stream_encode_package_end(s->enc, &s->out)) < 0)
+		goto out;
+	r = counted(s, 48);
+out:
+	for (size_t i = 0; pd && i < nds; i++) {
+		free(pd[i].snaps.v);
+		plist_release(&pd[i].props);
+	}
+	free(pd);
+	free(dl.v);
+	return r;
+}
+
+/* ---- entry ---------------------------------------------------------------------------- */
+
+static int lookup_base(struct store_pool *p, const char *dsname, const char *from,
+		       struct store_snap *out)
+{
+	char full[2 * STORE_NAME_MAX + 2];
+	if (from[0] == '#')
+		return ferry_err(FERR_UNSUPPORTED, "bookmarks are not supported by this pool yet");
+	if (strchr(from, '@') && from[0] != '@')
+		snprintf(full, sizeof full, "%s", from);
+	else
+		snprintf(full, sizeof full, "%s@%s", dsname, snap_part(from));
+	return store_snap_lookup(p, full, out);
+}
+
+int send_run(struct store_pool *p, const char *snap, const struct send_opts *o,
+	     struct stream_sink *out, struct send_stats *st)
+{
+	struct snd s;
+	struct store_snap to, base;
+	struct store_ds ds;
+	struct plist props;
+	struct stream_token tok;
+	char dsname[STORE_NAME_MAX + 1], full[2 * STORE_NAME_MAX + 2];
+	uint64_t resume = 0;
+	int r;
+	memset(&s, 0, sizeof s);
+	memset(&props, 0, sizeof props);
+	s.p = p;
+	s.o = o;
+	s.sink = out;
+	fbuf_init(&s.out, (size_t)64 << 20);
+	fbuf_init(&s.blk, STORE_BLOCK_MAX + 64);
+	fbuf_init(&s.node, NODE_MAX);
+	s.sbuf_cap = codec_bound(STREAM_BLOCK_MAX);
+	if (!(s.lbuf = malloc(STREAM_BLOCK_MAX)) || !(s.sbuf = malloc(s.sbuf_cap))) {
+		r = ferry_err(FERR_NOMEM, "sending");
+		goto out;
+	}
+	if ((r = store_reader_new(p, &s.rd)) < 0)
+		goto out;
+	if (!(o->flags & SEND_DRYRUN) && (r = stream_encoder_new(&s.enc, 0)) < 0)
+		goto out;
+	unsigned flags = o->flags;
+	const char *from = o->from;
+	if (o->token) {
+		if ((r = stream_token_decode(o->token, &tok)) < 0)
+			goto out;
+		snprintf(full, sizeof full, "%s@%s", tok.dataset, tok.snapshot);
+		snap = full;
+		resume = tok.resume_pos;
+		flags &= ~(unsigned)(SEND_COMPRESSED | SEND_PROPS | SEND_REPLICATE | SEND_INTERMEDIATE);
+		if (tok.flags & STREAM_F_COMPRESSED)
+			flags |= SEND_COMPRESSED;
+		if (tok.flags & STREAM_F_PROPS)
+			flags |= SEND_PROPS;
+	}
+	split_ds(snap, dsname, sizeof dsname);
+	if (!strchr(snap, '@')) {
+		r = ferry_err(FERR_NAME, "'%s' is not a snapshot", snap);
+		goto out;
+	}
+	if ((r = store_ds_lookup(p, dsname, &ds)) < 0 || (r = store_snap_lookup(p, snap, &to)) < 0)
+		goto out;
+	if (flags & (SEND_COMPRESSED | SEND_RECOMPRESS))
+		s.flags |= STREAM_F_COMPRESSED;
+	if (flags & (SEND_PROPS | SEND_REPLICATE))
+		s.flags |= STREAM_F_PROPS;
+	if (flags & SEND_RECOMPRESS)
+		s.prefer = o->codec;
+	else if ((r = store_ds_compression(p, &ds, &s.prefer)) < 0)
+		goto out;
+	if (flags & (SEND_REPLICATE | SEND_INTERMEDIATE)) {
+		if (flags & SEND_INTERMEDIATE && !from) {
+			r = ferry_err(FERR_INVAL, "-I needs a base snapshot");
+			goto out;
+		}
+		s.flags |= STREAM_F_REPLICATE | STREAM_F_PROPS;
+		r = send_package(&s, &ds, to.snapname);
+	} else {
+		const struct store_snap *bp = NULL;
+		if (o->token && tok.from_guid) {
+			/* the base is the snapshot of that guid */
+			struct slist l;
+			if ((r = slist_load(p, &ds, &l)) < 0)
+				goto out;
+			for (size_t i = 0; i < l.n; i++)
+				if (l.v[i].guid == tok.from_guid) {
+					base = l.v[i];
+					bp = &base;
+				}
+			free(l.v);
+			if (!bp) {
+				r = ferry_err(FERR_NOENT, "the token's base snapshot (guid %llu) is gone",
+					      (unsigned long long)tok.from_guid);
+				goto out;
+			}
+		} else if (from) {
+			if ((r = lookup_base(p, dsname, from, &base)) < 0)
+				goto out;
+			if (base.ds_id != to.ds_id) {
+				r = ferry_err(FERR_INVAL, "'%s' is not a snapshot of '%s'", base.name,
+					      dsname);
+				goto out;
+			}
+			if (base.createtxg >= to.createtxg) {
+				r = ferry_err(FERR_INVAL, "'%s' is not earlier than '%s'", base.name,
+					      to.name);
+				goto out;
+			}
+			bp = &base;
+		}
+		if (o->token && to.guid != tok.to_guid) {
+			r = ferry_err(FERR_NOENT, "'%s' is not the snapshot the token names", to.name);
+			goto out;
+		}
+		if ((s.flags & STREAM_F_PROPS) && (r = plist_load(p, &ds, &props)) < 0)
+			goto out;
+		r = send_one(&s, &to, bp, &props, resume);
+	}
+	if (r < 0)
+		goto out;
+	if ((r = flush_out(&s, 1)) < 0)
+		goto out;
+	if (st)
+		*st = s.st;
+out:
+	plist_release(&props);
+	store_hset_free(s.sent);
+	store_hset_free(s.base);
+	stream_encoder_free(s.enc);
+	store_reader_free(s.rd);
+	fbuf_release(&s.out);
+	fbuf_release(&s.blk);
+	fbuf_release(&s.node);
+	free(s.lbuf);
+	free(s.sbuf);
+	return r;
+}

@@ -1,0 +1,311 @@
+/* store/xfer.c — what send/ and recv/ need from the store beyond capture:
+ * disk-backed key sets (TEMP tables, so memory stays bounded however many
+ * objects a stream holds), block membership of a snapshot, and reading the
+ * nodes a writer on the same pool has stored but not yet committed. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define HSET_BATCH 4096
+
+struct store_hset {
+	struct store_pool *p;
+	char table[48];
+	int batch;     /* wrap inserts in our own transactions (no writer open) */
+	int in_tx;
+	unsigned ops;
+	sqlite3_stmt *st_add, *st_get, *st_del, *st_count;
+};
+
+static unsigned hset_serial;
+
+int store_hset_new(struct store_pool *p, int batch, struct store_hset **out)
+{
+	struct store_hset *s = calloc(1, sizeof *s);
+	char sql[256];
+	int r;
+	if (!s)
+		return ferry_err(FERR_NOMEM, "creating a key set");
+	s->p = p;
+	s->batch = batch;
+	snprintf(s->table, sizeof s->table, "temp.xset_%u",
+		 __atomic_add_fetch(&hset_serial, 1, __ATOMIC_RELAXED));
+	snprintf(sql, sizeof sql,
+		 "CREATE TEMP TABLE IF NOT EXISTS %s(k BLOB PRIMARY KEY, v INTEGER NOT NULL)"
+		 " WITHOUT ROWID; DELETE FROM %s;", s->table + 5, s->table);
+	if ((r = cat_exec(p, sql)) < 0)
+		goto fail;
+	snprintf(sql, sizeof sql, "INSERT OR IGNORE INTO %s(k, v) VALUES(?, ?)", s->table);
+	if ((r = cat_prepare(p, sql, &s->st_add)) < 0)
+		goto fail;
+	snprintf(sql, sizeof sql, "SELECT v FROM %s WHERE k = ?", s->table);
+	if ((r = cat_prepare(p, sql, &s->st_get)) < 0)
+		goto fail;
+	snprintf(sql, sizeof sql, "DELETE FROM %s WHERE k = ?", s->table);
+	if ((r = cat_prepare(p, sql, &s->st_del)) < 0)
+		goto fail;
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", s->table);
+	if ((r = cat_prepare(p, sql, &s->st_count)) < 0)
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	store_hset_free(s);
+	return r;
+}
+
+static void hset_tx_end(struct store_hset *s)
+{
+	if (s->in_tx && cat_exec(s->p, "COMMIT") < 0) { /* temp data only */ }
+	s->in_tx = 0;
+	s->ops = 0;
+}
+
+void store_hset_free(struct store_hset *s)
+{
+	char sql[96];
+	if (!s)
+		return;
+	hset_tx_end(s);
+	sqlite3_finalize(s->st_add);
+	sqlite3_finalize(s->st_get);
+	sqlite3_finalize(s->st_del);
+	sqlite3_finalize(s->st_count);
+	if (s->p && s->p->db) {
+		snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", s->table);
+		if (cat_exec(s->p, sql) < 0) { /* the connection is closing anyway */ }
+	}
+	free(s);
+}
+
+static int hset_op(struct store_hset *s)
+{
+	int r;
+	if (!s->batch || s->p->tx_depth > 0 ||
+	    (!s->in_tx && !sqlite3_get_autocommit(s->p->db)))
+		return 0; /* someone else's transaction carries the insert */
+	if (s->in_tx && ++s->ops >= HSET_BATCH)
+		hset_tx_end(s);
+	if (!s->in_tx) {
+		if ((r = cat_exec(s->p, "BEGIN")) < 0)
+			return r;
+		s->in_tx = 1;
+	}
+	return 0;
+}
+
+int store_hset_add(struct store_hset *s, const void *key, size_t len, int val)
+{
+	int r;
+	if ((r = hset_op(s)) < 0)
+		return r;
+	sqlite3_reset(s->st_add);
+	sqlite3_bind_blob(s->st_add, 1, key, (int)len, SQLITE_STATIC);
+	sqlite3_bind_int(s->st_add, 2, val);
+	if (sqlite3_step(s->st_add) != SQLITE_DONE) {
+		r = cat_err(s->p, "adding to a key set");
+		sqlite3_reset(s->st_add);
+		return r;
+	}
+	r = sqlite3_changes(s->p->db) > 0 ? 1 : 0;
+	sqlite3_reset(s->st_add);
+	return r;
+}
+
+int store_hset_get(struct store_hset *s, const void *key, size_t len, int *val)
+{
+	int r;
+	sqlite3_reset(s->st_get);
+	sqlite3_bind_blob(s->st_get, 1, key, (int)len, SQLITE_STATIC);
+	int st = sqlite3_step(s->st_get);
+	if (st == SQLITE_ROW) {
+		if (val)
+			*val = sqlite3_column_int(s->st_get, 0);
+		r = 1;
+	} else {
+		r = st == SQLITE_DONE ? 0 : cat_err(s->p, "looking up a key set");
+	}
+	sqlite3_reset(s->st_get);
+	return r;
+}
+
+int store_hset_del(struct store_hset *s, const void *key, size_t len)
+{
+	int r;
+	if ((r = hset_op(s)) < 0)
+		return r;
+	sqlite3_reset(s->st_del);
+	sqlite3_bind_blob(s->st_del, 1, key, (int)len, SQLITE_STATIC);
+	if (sqlite3_step(s->st_del) != SQLITE_DONE) {
+		r = cat_err(s->p, "deleting from a key set");
+		sqlite3_reset(s->st_del);
+		return r;
+	}
+	r = sqlite3_changes(s->p->db) > 0 ? 1 : 0;
+	sqlite3_reset(s->st_del);
+	return r;
+}
+
+int store_hset_count(struct store_hset *s, uint64_t *n)
+{
+	int r = 0;
+	sqlite3_reset(s->st_count);
+	if (sqlite3_step(s->st_count) == SQLITE_ROW)
+		*n = (uint64_t)sqlite3_column_int64(s->st_count, 0);
+	else
+		r = cat_err(s->p, "counting a key set");
+	sqlite3_reset(s->st_count);
+	return r;
+}
+
+/* ---- snapshot membership -------------------------------------------------------- */
+
+int store_snap_has_block(struct store_pool *p, int64_t snap_id, const uint8_t hash[FERRY_HASH_LEN])
+{
+	sqlite3_stmt *st = NULL;
+	int r = cat_prepare(p, "SELECT 1 FROM blocks b JOIN snap_blocks s ON s.block_id = b.id"
+			       " WHERE b.hash = ? AND s.snap_id = ? LIMIT 1", &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_blob(st, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, snap_id);
+	int s = sqlite3_step(st);
+	r = s == SQLITE_ROW ? 1 : s == SQLITE_DONE ? 0 : cat_err(p, "looking up a snapshot block");
+	sqlite3_finalize(st);
+	return r;
+}
+
+/* ---- pending nodes ------------------------------------------------------------------ */
+
+struct store_pnodes {
+	struct store_pool *p;
+	sqlite3_stmt *st_tmp, *st_main, *st_blk_tmp, *st_blk_main;
+};
+
+int store_pnodes_new(struct store_pool *p, struct store_pnodes **out)
+{
+	struct store_pnodes *n = calloc(1, sizeof *n);
+	int r;
+	if (!n)
+		return ferry_err(FERR_NOMEM, "creating a node reader");
+	n->p = p;
+	/* temp.w_nodes exists once a writer was created on p (pack.c) */
+	if ((r = cat_exec(p, "CREATE TEMP TABLE IF NOT EXISTS w_nodes(hash BLOB PRIMARY KEY,"
+			     " type INTEGER NOT NULL, data BLOB NOT NULL);"
+			     "CREATE TEMP TABLE IF NOT EXISTS w_new(hash BLOB NOT NULL,"
+			     " codec INTEGER NOT NULL, level INTEGER NOT NULL, pack TEXT NOT NULL,"
+			     " offset INTEGER NOT NULL, psize INTEGER NOT NULL,"
+			     " lsize INTEGER NOT NULL, PRIMARY KEY(hash, codec, level))"
+			     " WITHOUT ROWID;")) < 0 ||
+	    (r = cat_prepare(p, "SELECT type, data FROM temp.w_nodes WHERE hash = ?",
+			     &n->st_tmp)) < 0 ||
+	    (r = cat_prepare(p, "SELECT type, data FROM main.nodes WHERE hash = ?",
+			     &n->st_main)) < 0 ||
+	    (r = cat_prepare(p, "SELECT lsize FROM temp.w_new WHERE hash = ? LIMIT 1",
+			     &n->st_blk_tmp)) < 0 ||
+	    (r = cat_prepare(p, "SELECT lsize FROM main.blocks WHERE hash = ? LIMIT 1",
+			     &n->st_blk_main)) < 0) {
+		store_pnodes_free(n);
+		return r;
+	}
+	*out = n;
+	return 0;
+}
+
+void store_pnodes_free(struct store_pnodes *n)
+{
+	if (!n)
+		return;
+	sqlite3_finalize(n->st_tmp);
+	sqlite3_finalize(n->st_main);
+	sqlite3_finalize(n->st_blk_tmp);
+	sqlite3_finalize(n->st_blk_main);
+	free(n);
+}
+
+int store_pnodes_read(struct store_pnodes *n, const uint8_t hash[FERRY_HASH_LEN], int *type,
+		      struct fbuf *out)
+{
+	sqlite3_stmt *sts[2] = {n->st_tmp, n->st_main};
+	uint8_t h[FERRY_HASH_LEN];
+	int r = 0;
+	for (int i = 0; i < 2; i++) {
+		sqlite3_stmt *st = sts[i];
+		sqlite3_reset(st);
+		sqlite3_bind_blob(st, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
+		int s = sqlite3_step(st);
+		if (s == SQLITE_DONE) {
+			sqlite3_reset(st);
+			continue;
+		}
+		if (s != SQLITE_ROW) {
+			sqlite3_reset(st);
+			return cat_err(n->p, "reading a node");
+		}
+		int t = sqlite3_column_int(st, 0);
+		const void *d = sqlite3_column_blob(st, 1);
+		size_t len = (size_t)sqlite3_column_bytes(st, 1);
+		fbuf_reset(out);
+		if (t < 1 || t > 4 || len > NODE_MAX)
+			r = ferry_err(FERR_CORRUPT, "node of type %d and %zu bytes", t, len);
+		else if (len)
+			r = fbuf_append(out, d, len);
+		sqlite3_reset(st);
+		if (r < 0)
+			return r;
+		node_hash(t, out->data, out->len, h);
+		if (memcmp(h, hash, FERRY_HASH_LEN) != 0)
+			return ferry_err(FERR_CORRUPT, "node content does not match its hash");
+		*type = t;
+		return 0;
+	}
+	char hex[FERRY_HASH_HEX];
+	hash_to_hex(hash, hex);
+	return ferry_err(FERR_NOENT, "node %s is neither in the stream nor in the pool", hex);
+}
+
+static int exists(struct store_pnodes *n, sqlite3_stmt *st, const uint8_t *hash, int64_t *val)
+{
+	sqlite3_reset(st);
+	sqlite3_bind_blob(st, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
+	int s = sqlite3_step(st);
+	if (s == SQLITE_ROW && val)
+		*val = sqlite3_column_int64(st, 0);
+	int r = s == SQLITE_ROW ? 1 : s == SQLITE_DONE ? 0 : cat_err(n->p, "looking up");
+	sqlite3_reset(st);
+	return r;
+}
+
+int store_pnodes_has_node(struct store_pnodes *n, const uint8_t hash[FERRY_HASH_LEN], int *type)
+{
+	int r;
+	sqlite3_stmt *sts[2] = {n->st_tmp, n->st_main};
+	for (int i = 0; i < 2; i++) {
+		int64_t t = 0;
+		if ((r = exists(n, sts[i], hash, &t)) != 0) {
+			if (r == 1 && type)
+				*type = (int)t;
+			return r;
+		}
+	}
+	return 0;
+}
+
+int store_pnodes_has_block(struct store_pnodes *n, const uint8_t hash[FERRY_HASH_LEN],
+			   uint32_t *lsize)
+{
+	int r;
+	sqlite3_stmt *sts[2] = {n->st_blk_tmp, n->st_blk_main};
+	for (int i = 0; i < 2; i++) {
+		int64_t ls = 0;
+		if ((r = exists(n, sts[i], hash, &ls)) != 0) {
+			if (r == 1 && lsize)
+				*lsize = (uint32_t)ls;
+			return r;
+		}
+	}
+	return 0;
+}
