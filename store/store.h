@@ -555,4 +555,39 @@ struct store_gc_stats {
  * catalogue is compacted. Waits for no writer: -FERR_BUSY if one runs. */
 int store_gc(struct store_pool *p, struct store_gc_stats *st) FERRY_WUR;
 
+/* ---- transfer helpers for send/ and recv/ (xfer.c) ---------------------------
+ * A key set: a TEMP table of the pool's connection (memory stays bounded,
+ * SQLite spills to a temp file), keys up to 64 bytes with a small value.
+ * batch: group inserts in transactions of our own; only when no writer is
+ * open on p (a sender). Not thread-safe; lives while p is open. */
+struct store_hset;
+int store_hset_new(struct store_pool *p, int batch, struct store_hset **out) FERRY_WUR;
+void store_hset_free(struct store_hset *s); /* NULL is a no-op */
+/* 1 when key was added, 0 when it was there already (val unchanged). */
+int store_hset_add(struct store_hset *s, const void *key, size_t len, int val) FERRY_WUR;
+/* 1 with *val (may be NULL) when key is there, else 0. */
+int store_hset_get(struct store_hset *s, const void *key, size_t len, int *val) FERRY_WUR;
+/* 1 when key was there and is removed, else 0. */
+int store_hset_del(struct store_hset *s, const void *key, size_t len) FERRY_WUR;
+int store_hset_count(struct store_hset *s, uint64_t *n) FERRY_WUR;
+
+/* 1 when snapshot snap_id references block hash (in any codec), else 0. */
+int store_snap_has_block(struct store_pool *p, int64_t snap_id,
+			 const uint8_t hash[FERRY_HASH_LEN]) FERRY_WUR;
+
+/* Reads nodes and looks up blocks that the writer open on p has stored but
+ * not committed, then the pool's own. Lives while p is open. */
+struct store_pnodes;
+int store_pnodes_new(struct store_pool *p, struct store_pnodes **out) FERRY_WUR;
+void store_pnodes_free(struct store_pnodes *n);
+/* As store_node_read; a node_read_fn when arg is n. -FERR_NOENT if absent. */
+int store_pnodes_read(struct store_pnodes *n, const uint8_t hash[FERRY_HASH_LEN], int *type,
+		      struct fbuf *out) FERRY_WUR;
+/* 1 with *type (may be NULL) when the writer or the pool has node hash. */
+int store_pnodes_has_node(struct store_pnodes *n, const uint8_t hash[FERRY_HASH_LEN],
+			  int *type) FERRY_WUR;
+/* 1 with *lsize (may be NULL) when the writer or the pool has block hash. */
+int store_pnodes_has_block(struct store_pnodes *n, const uint8_t hash[FERRY_HASH_LEN],
+			   uint32_t *lsize) FERRY_WUR;
+
 #endif
