@@ -1,0 +1,302 @@
+/* tests/unit/test_pack.c — the block store: the storage rule, dedup within
+ * and across writers, stored-form reads, verification of encoded blocks,
+ * self-describing packs, corruption detection, and nothing visible before
+ * commit. */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <cmocka.h>
+
+#include "store/store.h"
+
+static char tmpdir[256];
+static struct store_pool *P;
+static struct store_ds DS;
+
+static int setup(void **state)
+{
+	char path[512];
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/ferry-unit-pack.XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return -1;
+	snprintf(path, sizeof path, "%s/home", tmpdir);
+	setenv("FERRY_HOME", path, 1);
+	snprintf(path, sizeof path, "%s/tank", tmpdir);
+	struct store_propset props[] = {{"compression", "lz4"}};
+	if (store_pool_create("tank", path, props, 1) < 0 || store_pool_open("tank", 0, &P) < 0 ||
+	    store_ds_create(P, "tank/a", STORE_DS_FILESYSTEM, 0, NULL, 0) < 0 ||
+	    store_ds_lookup(P, "tank/a", &DS) < 0)
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[600];
+	store_pool_close(P);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static int put_node(void *arg, int type, const uint8_t *data, size_t len, uint8_t *hash)
+{
+	return store_writer_put_node(arg, type, data, len, hash);
+}
+
+/* A root node over an empty directory, so a snapshot can be committed. */
+static void make_root(struct store_writer *w, uint8_t root[FERRY_HASH_LEN])
+{
+	struct node_dir_builder b;
+	struct node_entry e;
+	struct fbuf f;
+	int t;
+	memset(&e, 0, sizeof e);
+	e.ftype = NODE_F_DIR;
+	e.mode = 0755;
+	node_dir_builder_init(&b, put_node, w);
+	assert_int_equal(node_dir_builder_finish(&b, &t, e.child), 0);
+	node_dir_builder_release(&b);
+	e.child_type = (uint8_t)t;
+	fbuf_init(&f, NODE_MAX);
+	assert_int_equal(node_root_encode(&f, NODE_ROOT_FILESYSTEM, &e), 0);
+	assert_int_equal(store_writer_put_node(w, NODE_EXT, f.data, f.len, root), 0);
+	fbuf_release(&f);
+}
+
+static size_t count_packs(void)
+{
+	char path[600];
+	snprintf(path, sizeof path, "%s/tank/packs", tmpdir);
+	DIR *d = opendir(path);
+	struct dirent *de;
+	size_t n = 0;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static void test_prepare_rule(void **state)
+{
+	static uint8_t text[65536], rnd[65536], zero[65536], scratch[65536];
+	struct store_block b;
+	struct codec_spec lz4 = {CODEC_LZ4, 0}, off = {CODEC_OFF, 0};
+	for (size_t i = 0; i < sizeof text; i++)
+		text[i] = "abcdefgh"[i % 8];
+	ferry_random(rnd, sizeof rnd);
+	assert_int_equal(store_block_prepare(lz4, text, sizeof text, scratch, sizeof scratch, &b), 0);
+	assert_int_equal(b.form, BLOCK_COMPRESSED);
+	assert_true(b.psize < 65536 / 8);
+	assert_int_equal(store_block_prepare(lz4, rnd, sizeof rnd, scratch, sizeof scratch, &b), 0);
+	assert_int_equal(b.form, BLOCK_RAW);
+	assert_int_equal(b.codec.id, CODEC_OFF);
+	assert_int_equal(store_block_prepare(lz4, zero, sizeof zero, scratch, sizeof scratch, &b), 0);
+	assert_int_equal(b.form, BLOCK_HOLE);
+	assert_int_equal(store_block_prepare(off, zero, sizeof zero, scratch, sizeof scratch, &b), 0);
+	assert_int_equal(b.form, BLOCK_RAW); /* compression=off keeps zeros */
+	assert_int_equal(store_block_prepare(lz4, text, 0, scratch, sizeof scratch, &b), -FERR_INVAL);
+}
+
+static void test_put_get_dedup(void **state)
+{
+	static uint8_t data[100000], back[100000], scratch[100000], dec[100000];
+	struct store_writer *w = NULL, *w2 = NULL;
+	struct store_reader *rd = NULL;
+	struct store_block b, b2;
+	struct codec_spec lz4 = {CODEC_LZ4, 0}, gz = {CODEC_GZIP, 7};
+	uint8_t root[FERRY_HASH_LEN];
+	int stored;
+	for (size_t i = 0; i < sizeof data; i++)
+		data[i] = (uint8_t)(i / 100);
+	assert_int_equal(store_writer_new(P, &w), 0);
+	assert_int_equal(store_block_prepare(lz4, data, sizeof data, scratch, sizeof scratch, &b), 0);
+	assert_int_equal(store_writer_put(w, &b, &stored), 0);
+	assert_int_equal(stored, 1);
+	assert_int_equal(store_writer_put(w, &b, &stored), 0);
+	assert_int_equal(stored, 0); /* within one writer */
+	assert_int_equal(store_writer_has(w, b.hash, lz4), 1);
+	assert_int_equal(store_writer_has(w, b.hash, gz), 0);
+	/* nothing is visible to readers before the commit */
+	assert_int_equal(store_reader_new(P, &rd), 0);
+	assert_int_equal(store_block_has(rd, b.hash), 0);
+	make_root(w, root);
+	assert_int_equal(store_writer_commit_snapshot(w, &DS, "one", root, 0, 0, NULL), 0);
+	assert_int_equal(store_block_has(rd, b.hash), 1);
+	assert_int_equal(store_block_read(rd, b.hash, back, sizeof back), 0);
+	assert_memory_equal(back, data, sizeof data);
+	assert_int_equal(store_block_read(rd, b.hash, back, 10), -FERR_CORRUPT); /* wrong size */
+	/* across writers: the same block under the same codec is not stored again,
+	 * under another codec it is (once per codec) */
+	assert_int_equal(store_writer_new(P, &w2), 0);
+	assert_int_equal(store_writer_put(w2, &b, &stored), 0);
+	assert_int_equal(stored, 0);
+	assert_int_equal(store_block_prepare(gz, data, sizeof data, scratch, sizeof scratch, &b2), 0);
+	assert_int_equal(store_writer_put(w2, &b2, &stored), 0);
+	assert_int_equal(stored, 1);
+	/* a block received already encoded: verified, stored as is */
+	struct store_block b3;
+	uint8_t bad[FERRY_HASH_LEN];
+	memcpy(bad, b2.hash, sizeof bad);
+	bad[0] ^= 1;
+	assert_int_equal(store_block_prepare_encoded(gz, b2.payload, b2.psize, sizeof data, bad, dec,
+						     sizeof dec, &b3), -FERR_CORRUPT);
+	assert_int_equal(store_block_prepare_encoded(gz, b2.payload, b2.psize - 1, sizeof data,
+						     b2.hash, dec, sizeof dec, &b3), -FERR_CORRUPT);
+	assert_int_equal(store_block_prepare_encoded(gz, b2.payload, b2.psize, sizeof data, b2.hash,
+						     dec, sizeof dec, &b3), 0);
+	assert_int_equal(b3.psize, b2.psize);
+	assert_ptr_equal(b3.payload, b2.payload);
+	uint8_t unknown[FERRY_HASH_LEN] = {1, 2, 3};
+	assert_int_equal(store_writer_ref(w2, unknown), -FERR_NOENT);
+	assert_int_equal(store_writer_ref(w2, b.hash), 0);
+	make_root(w2, root);
+	assert_int_equal(store_writer_commit_snapshot(w2, &DS, "two", root, 0, 0, NULL), 0);
+	assert_int_equal(store_writer_commit_snapshot(w2, &DS, "two", root, 0, 0, NULL), -FERR_EXISTS);
+	/* the stored form, preferring a codec */
+	struct fbuf f;
+	struct codec_spec c;
+	uint32_t ls;
+	fbuf_init(&f, 1 << 20);
+	assert_int_equal(store_block_read_stored(rd, b.hash, gz, &c, &ls, &f), 0);
+	assert_int_equal(c.id, CODEC_GZIP);
+	assert_int_equal(c.level, 7);
+	assert_int_equal(ls, sizeof data);
+	assert_int_equal(f.len, b2.psize);
+	assert_int_equal(store_block_read_stored(rd, b.hash, lz4, &c, &ls, &f), 0);
+	assert_int_equal(c.id, CODEC_LZ4);
+	fbuf_release(&f);
+	struct store_snap s;
+	assert_int_equal(store_snap_lookup(P, "tank/a@two", &s), 0);
+	/* @two references both copies: the lz4 one and the gzip-7 one */
+	assert_int_equal(s.referenced, b.psize + b2.psize);
+	assert_int_equal(s.logicalreferenced, 2 * sizeof data);
+	store_writer_free(w2);
+	store_writer_free(w);
+	store_reader_free(rd);
+}
+
+/* Every block in a pack can be found and checked from the pack alone. */
+static void test_self_describing(void **state)
+{
+	char path[600];
+	snprintf(path, sizeof path, "%s/tank/packs", tmpdir);
+	DIR *d = opendir(path);
+	struct dirent *de;
+	size_t blocks = 0;
+	static uint8_t buf[1 << 20], out[1 << 20];
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char f[900];
+		snprintf(f, sizeof f, "%s/%s", path, de->d_name);
+		int fd = open(f, O_RDONLY);
+		ssize_t n = read(fd, buf, sizeof buf);
+		close(fd);
+		assert_true(n >= 16);
+		assert_memory_equal(buf, "FRYPACK1", 8);
+		for (size_t off = 16; off < (size_t)n;) {
+			assert_int_equal(get_le32(buf + off), 0x4B4C4246u);
+			struct codec_spec c = {buf[off + 4], buf[off + 5]};
+			uint32_t ls = get_le32(buf + off + 8), ps = get_le32(buf + off + 12);
+			uint8_t h[FERRY_HASH_LEN];
+			if (c.id == CODEC_OFF)
+				memcpy(out, buf + off + 48, ls);
+			else
+				assert_int_equal(codec_decode(c, buf + off + 48, ps, out, ls), 0);
+			hash_blake2b(h, out, ls);
+			assert_memory_equal(h, buf + off + 16, FERRY_HASH_LEN);
+			off += 48 + ps;
+			blocks++;
+		}
+	}
+	closedir(d);
+	assert_int_equal(blocks, 2);
+}
+
+static void test_corruption_detected(void **state)
+{
+	static uint8_t data[50000], scratch[50000], back[50000];
+	struct store_writer *w = NULL;
+	struct store_reader *rd = NULL;
+	struct store_block b;
+	uint8_t root[FERRY_HASH_LEN];
+	ferry_random(data, sizeof data);
+	assert_int_equal(store_writer_new(P, &w), 0);
+	assert_int_equal(store_block_prepare((struct codec_spec){CODEC_LZ4, 0}, data, sizeof data,
+					     scratch, sizeof scratch, &b), 0);
+	size_t before = count_packs();
+	assert_int_equal(store_writer_put(w, &b, NULL), 0);
+	make_root(w, root);
+	assert_int_equal(store_writer_commit_snapshot(w, &DS, "three", root, 0, 0, NULL), 0);
+	store_writer_free(w);
+	assert_int_equal(count_packs(), before + 1);
+	/* flip one payload byte of the newest pack's only block */
+	char path[600];
+	snprintf(path, sizeof path, "%s/tank/packs", tmpdir);
+	DIR *d = opendir(path);
+	struct dirent *de;
+	char victim[900] = "";
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char f[900];
+		struct stat sb;
+		snprintf(f, sizeof f, "%s/%s", path, de->d_name);
+		if (stat(f, &sb) == 0 && sb.st_size == 16 + 48 + 50000)
+			snprintf(victim, sizeof victim, "%s", f);
+	}
+	closedir(d);
+	assert_true(victim[0]);
+	int fd = open(victim, O_RDWR);
+	uint8_t x;
+	assert_int_equal(pread(fd, &x, 1, 16 + 48 + 1000), 1);
+	x ^= 0x40;
+	assert_int_equal(pwrite(fd, &x, 1, 16 + 48 + 1000), 1);
+	close(fd);
+	assert_int_equal(store_reader_new(P, &rd), 0);
+	assert_int_equal(store_block_read(rd, b.hash, back, sizeof back), -FERR_CORRUPT);
+	store_reader_free(rd);
+}
+
+static void test_uncommitted_is_garbage(void **state)
+{
+	static uint8_t data[30000], scratch[30000];
+	struct store_writer *w = NULL;
+	struct store_block b;
+	struct store_gc_stats st;
+	ferry_random(data, sizeof data);
+	size_t before = count_packs();
+	assert_int_equal(store_writer_new(P, &w), 0);
+	assert_int_equal(store_block_prepare((struct codec_spec){CODEC_LZ4, 0}, data, sizeof data,
+					     scratch, sizeof scratch, &b), 0);
+	assert_int_equal(store_writer_put(w, &b, NULL), 0);
+	/* gc waits for writers: it refuses while one is open */
+	assert_int_equal(store_gc(P, &st), -FERR_BUSY);
+	store_writer_free(w); /* never committed */
+	assert_int_equal(count_packs(), before + 1);
+	assert_int_equal(store_gc(P, &st), 0);
+	assert_int_equal(st.orphans_deleted, 1);
+	assert_int_equal(count_packs(), before);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_prepare_rule),
+		cmocka_unit_test(test_put_get_dedup),
+		cmocka_unit_test(test_self_describing),
+		cmocka_unit_test(test_corruption_detected),
+		cmocka_unit_test(test_uncommitted_is_garbage),
+	};
+	if (ferry_lib_init() < 0)
+		return 1;
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
