@@ -1,0 +1,43 @@
+#!/bin/sh
+# Restore never follows a symlink out of the target: with --force over a
+# directory an attacker prepared (symlinks where the snapshot has
+# directories or files), nothing is written outside.
+. "$(dirname "$0")/lib.sh"
+mkdir -p "$T/p" "$T/outside"
+ferry pool create tank "$T/p/tank"
+S="$T/src"
+mkdir -p "$S/dir/sub"
+echo secret-data >"$S/dir/sub/file"
+echo top >"$S/file"
+ln -s /nonexistent "$S/link"
+ferry create -o source="$S" tank/fs
+ferry snapshot tank/fs@s
+
+# the target: 'dir' is a symlink to outside, 'file' a symlink to an outside file
+mkdir "$T/target"
+ln -s "$T/outside" "$T/target/dir"
+echo original >"$T/outside/victim"
+ln -s "$T/outside/victim" "$T/target/file"
+ln -s "$T/outside" "$T/target/link"
+run ferry restore --force tank/fs@s "$T/target"
+is "$rc" 0 "restore --force over planted symlinks"
+[ -d "$T/target/dir" ] && [ ! -L "$T/target/dir" ] && ok "a planted symlink is replaced by the directory" ||
+	not_ok "target/dir is still a symlink"
+is "$(cat "$T/outside/victim")" original "a symlinked file outside is not written through"
+[ ! -e "$T/outside/sub" ] && ok "nothing created in the outside directory" || not_ok "wrote outside"
+is "$(readlink "$T/target/link")" /nonexistent "the snapshot's symlink replaces the planted one"
+is "$(cat "$T/target/dir/sub/file")" secret-data "content lands inside the target"
+
+# a directory in the way of a file is refused, not removed
+mkdir -p "$T/t2/file/keep"
+run ferry restore --force tank/fs@s "$T/t2"
+is "$rc" 1 "a directory where the snapshot has a file is refused"
+[ -d "$T/t2/file/keep" ] && ok "and left alone" || not_ok "directory removed"
+
+# the target itself may be reached through a symlink the user names
+ln -s "$T/t3real" "$T/t3"
+mkdir "$T/t3real"
+run ferry restore tank/fs@s "$T/t3"
+is "$rc" 0 "restore into a target named through a symlink"
+is "$(cat "$T/t3real/file")" top "restored into the symlink's directory"
+done_testing
