@@ -39,6 +39,8 @@ int cmd_restore(int argc, char **argv);
 int cmd_rollback(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
+int cmd_send(int argc, char **argv);
+int cmd_recv(int argc, char **argv);
 /* destroy of snapshots (DATASET@NAME, a%b ranges, -r -n -v -p); argv as
  * for cmd_destroy. cmd_destroy hands names containing '@' to it. */
 int cli_snap_destroy(int argc, char **argv);

@@ -26,6 +26,9 @@ static const struct cli_cmd commands[] = {
 	{"diff", cmd_diff, "diff [-F] SNAPSHOT [SNAPSHOT|DATASET]"},
 	{"gc", cmd_gc, "gc [-v] POOL"},
 	{"dump", cmd_dump, "dump [-v] [FILE]"},
+	{"send", cmd_send, "send [-c] [--compress=CODEC] [-p] [-i SNAP|-I SNAP] [-R] [-n] [-v] [-P] SNAPSHOT | send [-v] -t TOKEN"},
+	{"recv", cmd_recv, "recv [-F] [-s] [-u] [-d|-e] [-n] [-v] [-o PROP=VAL]... [-x PROP]... [--keep-source-compression] TARGET | recv -A TARGET"},
+	{"receive", cmd_recv, "receive: same as recv"},
 };
 
 static void usage(FILE *f)

@@ -502,6 +502,11 @@ int store_writer_put_node(struct store_writer *w, int type, const void *data, si
 	return r;
 }
 
+void store_writer_pause(struct store_writer *w)
+{
+	batch_end(w, 1);
+}
+
 void store_writer_counters(const struct store_writer *w, uint64_t *blocks, uint64_t *bytes)
 {
 	*blocks = w->blocks;

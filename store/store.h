@@ -406,6 +406,10 @@ int store_writer_has(struct store_writer *w, const uint8_t hash[FERRY_HASH_LEN],
  * (BLAKE2b-256 of type byte || bytes) to hash_out. Deduplicated. */
 int store_writer_put_node(struct store_writer *w, int type, const void *data, size_t len,
 			  uint8_t hash_out[FERRY_HASH_LEN]) FERRY_WUR;
+/* Ends the writer's batch of TEMP-table inserts (they are kept) so the
+ * caller can run its own catalogue transaction (store_tx_begin) before
+ * committing; the next put starts a new batch. */
+void store_writer_pause(struct store_writer *w);
 /* Physical bytes and blocks written to packs so far by this writer. */
 void store_writer_counters(const struct store_writer *w, uint64_t *blocks, uint64_t *bytes);
 

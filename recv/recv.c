@@ -1,0 +1,1277 @@
+/* recv/recv.c — a ferry stream → a pool; see recv.h for the rules.
+ *
+ * Per substream: records are decoded (the decoder checks framing, chain,
+ * fields, node hashes and codec-off block hashes); each NODE is decoded
+ * with the store's strict decoders and its children looked up; each WRITE
+ * goes to the worker pool, which applies the receive rule, and comes back
+ * in order to be written by the one pack writer. At END the new tree is
+ * walked once, then the snapshot is committed. Two TEMP-table sets keep
+ * memory bounded: the objects of this substream (duplicates refused,
+ * all must be reached) and the objects reached by the walk. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "recv.h"
+
+#define KEY_LEN (1 + FERRY_HASH_LEN)
+#define VKEY_LEN (1 + FERRY_HASH_LEN + 8)
+
+enum { JOB_LOGICAL, JOB_KEPT, JOB_RECOMP };
+
+struct rjob {
+	uint8_t hash[FERRY_HASH_LEN];
+	uint32_t lsize, psize;
+	struct codec_spec in, c;
+	uint8_t *data, *s1, *s2;
+	size_t cap;
+	struct store_block blk;
+	int kind;
+};
+
+/* A dataset a dry run pretends to have received into. */
+struct dryds {
+	char name[STORE_NAME_MAX + 1];
+	uint64_t guid;
+};
+
+/* One DATASET of a package, copied out of the decoder. */
+struct pkgds {
+	char *name;
+	uint64_t guid;
+	struct stream_prop *props;
+	size_t nprops;
+	uint64_t *snap_guids;
+	size_t nsnaps;
+};
+
+struct rcv {
+	struct store_pool *p;
+	const struct recv_opts *o;
+	const char *target;
+	struct stream_decoder *dec;
+	struct stream_source *in;
+	struct store_writer *w;
+	struct store_pnodes *pn;
+	struct store_hset *objs;    /* this substream's objects: 'N'/'B' + hash → type/lsize */
+	struct store_hset *seen;    /* walk: reached objects */
+	struct store_hset *dry;     /* -n: objects of earlier substreams */
+	struct workq *q;
+	struct rjob *jobs;
+	unsigned njobs, inflight, next;
+	struct recv_stats st, tot;
+	uint64_t objs_n, reached;
+	struct fbuf nb;
+	int dryrun;
+	/* package */
+	int in_pkg;
+	char pkg_top[STORE_NAME_MAX + 1];
+	struct pkgds *pds;
+	size_t npds;
+	struct dryds *dds;
+	size_t ndds;
+	int depth;
+};
+
+/* ---- names --------------------------------------------------------------------- */
+
+static int map_name(struct rcv *r, const char *sent, char *out, size_t n)
+{
+	const char *tail;
+	unsigned f = r->o->flags;
+	char tgt[STORE_NAME_MAX + 1];
+	snprintf(tgt, sizeof tgt, "%s", r->target);
+	char *at = strchr(tgt, '@');
+	if (at)
+		*at = 0;
+	if (r->in_pkg) {
+		size_t tl = strlen(r->pkg_top);
+		if (strncmp(sent, r->pkg_top, tl) || (sent[tl] && sent[tl] != '/'))
+			return ferry_err(FERR_CORRUPT, "'%s' is not below the package top '%s'", sent,
+					 r->pkg_top);
+		const char *rel = sent + tl;
+		const char *top = r->pkg_top;
+		if (f & RECV_DISCARD) {
+			const char *sl = strchr(top, '/');
+			tail = sl ? sl : "";
+		} else if (f & RECV_LASTNAME) {
+			const char *sl = strrchr(top, '/');
+			tail = sl ? sl : "";
+			if (!sl) {
+				if (snprintf(out, n, "%s/%s%s", tgt, top, rel) >= (int)n)
+					goto long_name;
+				goto check;
+			}
+		} else {
+			tail = "";
+		}
+		if (snprintf(out, n, "%s%s%s", tgt, tail, rel) >= (int)n)
+			goto long_name;
+		goto check;
+	}
+	if (f & RECV_DISCARD) {
+		const char *sl = strchr(sent, '/');
+		tail = sl ? sl : "";
+		if (snprintf(out, n, "%s%s", tgt, tail) >= (int)n)
+			goto long_name;
+	} else if (f & RECV_LASTNAME) {
+		const char *sl = strrchr(sent, '/');
+		if (snprintf(out, n, "%s/%s", tgt, sl ? sl + 1 : sent) >= (int)n)
+			goto long_name;
+	} else if (snprintf(out, n, "%s", tgt) >= (int)n) {
+		goto long_name;
+	}
+check:
+	return store_name_check(out, STORE_NAME_DATASET);
+long_name:
+	return ferry_err(FERR_NAME, "the received name for '%s' is too long", sent);
+}
+
+/* ---- objects ------------------------------------------------------------------------ */
+
+static void mkkey(uint8_t *key, char kind, const uint8_t *hash)
+{
+	key[0] = (uint8_t)kind;
+	memcpy(key + 1, hash, FERRY_HASH_LEN);
+}
+
+static int hex_err(int code, const char *what, const uint8_t *hash)
+{
+	char hex[FERRY_HASH_HEX];
+	hash_to_hex(hash, hex);
+	return ferry_err(code, "%s %.16s", what, hex);
+}
+
+/* 1 with *type when node hash is in this stream, an earlier one (dry run)
+ * or the pool; else 0. */
+static int have_node(struct rcv *r, const uint8_t *hash, int *type)
+{
+	uint8_t key[KEY_LEN];
+	int v = 0, rc;
+	mkkey(key, 'N', hash);
+	if ((rc = store_hset_get(r->objs, key, sizeof key, &v)) != 0 ||
+	    (r->dry && (rc = store_hset_get(r->dry, key, sizeof key, &v)) != 0)) {
+		if (rc > 0)
+			*type = v;
+		return rc;
+	}
+	return store_pnodes_has_node(r->pn, hash, type);
+}
+
+static int have_block(struct rcv *r, const uint8_t *hash, uint32_t *lsize)
+{
+	uint8_t key[KEY_LEN];
+	int v = 0, rc;
+	mkkey(key, 'B', hash);
+	if ((rc = store_hset_get(r->objs, key, sizeof key, &v)) != 0 ||
+	    (r->dry && (rc = store_hset_get(r->dry, key, sizeof key, &v)) != 0)) {
+		if (rc > 0)
+			*lsize = (uint32_t)v;
+		return rc;
+	}
+	return store_pnodes_has_block(r->pn, hash, lsize);
+}
+
+static int need_node(struct rcv *r, const uint8_t *hash, int type)
+{
+	int t = 0, rc = have_node(r, hash, &t);
+	if (rc < 0)
+		return rc;
+	if (rc == 0)
+		return hex_err(FERR_CORRUPT, "dangling reference to node", hash);
+	if (t != type)
+		return hex_err(FERR_CORRUPT, "reference of the wrong type to node", hash);
+	return 0;
+}
+
+static int need_block(struct rcv *r, const uint8_t *hash, uint64_t len)
+{
+	uint32_t ls = 0;
+	int rc = have_block(r, hash, &ls);
+	if (rc < 0)
+		return rc;
+	if (rc == 0)
+		return hex_err(FERR_CORRUPT, "dangling reference to block", hash);
+	if (ls != len)
+		return hex_err(FERR_CORRUPT, "reference with the wrong size to block", hash);
+	return 0;
+}
+
+/* Parses a directory index node (subtype byte first) and calls need_node
+ * on each chunk. */
+static int check_dir_index(struct rcv *r, const uint8_t *b, size_t len)
+{
+	int rc;
+	if (len < 5 || b[0] != NODE_EXT_DIR_INDEX)
+		return ferry_err(FERR_CORRUPT, "extension node of unknown kind");
+	uint32_t nk = get_le32(b + 1);
+	if (nk < 2 || nk > NODE_INDEX_MAX)
+		return ferry_err(FERR_CORRUPT, "directory index has %u children", nk);
+	size_t pos = 5;
+	for (uint32_t i = 0; i < nk; i++) {
+		if (len - pos < 6)
+			return ferry_err(FERR_CORRUPT, "directory index is truncated");
+		uint32_t cnt = get_le32(b + pos);
+		size_t fl = get_le16(b + pos + 4);
+		pos += 6;
+		if (cnt == 0 || fl == 0 || fl > NODE_NAME_MAX || len - pos < fl + FERRY_HASH_LEN)
+			return ferry_err(FERR_CORRUPT, "directory index child %u is invalid", i);
+		const uint8_t *nm = b + pos;
+		if (memchr(nm, '/', fl) || memchr(nm, 0, fl) || (fl == 1 && nm[0] == '.') ||
+		    (fl == 2 && nm[0] == '.' && nm[1] == '.'))
+			return ferry_err(FERR_CORRUPT, "directory index child %u has a bad name", i);
+		pos += fl;
+		if ((rc = need_node(r, b + pos, NODE_DIR)) < 0)
+			return rc;
+		pos += FERRY_HASH_LEN;
+	}
+	if (pos != len)
+		return ferry_err(FERR_CORRUPT, "directory index has trailing bytes");
+	return 0;
+}
+
+/* Decodes a node strictly and checks that everything it names is here. */
+static int check_node(struct rcv *r, const struct stream_node *nd, int is_root)
+{
+	struct node_dir d;
+	struct node_extent *x = NULL;
+	struct node_index_child *k = NULL;
+	struct node_entry e;
+	struct node_xattr *xa = NULL;
+	size_t n = 0;
+	int rc = 0, kind;
+	memset(&d, 0, sizeof d);
+	switch (nd->type) {
+	case NODE_DIR:
+		if ((rc = node_dir_decode(nd->data, nd->len, &d)) < 0)
+			break;
+		for (size_t i = 0; i < d.n && rc == 0; i++)
+			if (d.ents[i].child_type)
+				rc = need_node(r, d.ents[i].child, d.ents[i].child_type);
+		break;
+	case NODE_BLOCKLIST:
+		if ((rc = node_bl_decode(nd->data, nd->len, &x, &n)) < 0)
+			break;
+		for (size_t i = 0; i < n && rc == 0; i++)
+			if (!x[i].hole)
+				rc = need_block(r, x[i].hash, x[i].len);
+		break;
+	case NODE_BLOCKLIST_INDEX:
+		if ((rc = node_bli_decode(nd->data, nd->len, &k, &n)) < 0)
+			break;
+		for (size_t i = 0; i < n && rc == 0; i++)
+			rc = need_node(r, k[i].hash, k[i].type);
+		break;
+	case NODE_EXT:
+		if (nd->len && nd->data[0] == NODE_EXT_ROOT) {
+			if (!is_root) {
+				rc = ferry_err(FERR_CORRUPT, "a root node inside the tree");
+				break;
+			}
+			if ((rc = node_root_decode(nd->data, nd->len, &kind, &e, &xa)) < 0)
+				break;
+			if (e.child_type)
+				rc = need_node(r, e.child, e.child_type);
+			break;
+		}
+		rc = check_dir_index(r, nd->data, nd->len);
+		break;
+	default:
+		rc = ferry_err(FERR_CORRUPT, "node of unknown type %u", nd->type);
+	}
+	node_dir_release(&d);
+	free(x);
+	free(k);
+	free(xa);
+	return rc;
+}
+
+/* ---- the receive rule (worker side) ----------------------------------------------------- */
+
+static int zero_block_fix(struct rjob *j, const uint8_t *src, uint8_t *dst)
+{
+	/* The node names this block, so it is stored even when all zero (a
+	 * capture would have made it a hole): compressed with C. */
+	size_t ps = 0;
+	int rc = codec_encode(j->c, src, j->lsize, dst, j->cap, &ps);
+	if (rc == -FERR_NOSPACE_DST || (rc == 0 && ps > j->lsize)) {
+		ferry_err_clear();
+		j->blk.codec = (struct codec_spec){CODEC_OFF, 0};
+		j->blk.form = BLOCK_RAW;
+		j->blk.psize = j->lsize;
+		j->blk.payload = src;
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
+	j->blk.codec = j->c;
+	j->blk.form = BLOCK_COMPRESSED;
+	j->blk.psize = (uint32_t)ps;
+	j->blk.payload = dst;
+	return 0;
+}
+
+static int job_run(void *job, void *ctx)
+{
+	struct rjob *j = job;
+	struct store_block tmp;
+	int rc;
+	if (j->in.id == CODEC_OFF) {
+		j->kind = JOB_LOGICAL;
+		if ((rc = store_block_prepare(j->c, j->data, j->lsize, j->s1, j->cap, &j->blk)) < 0)
+			return rc;
+		if (memcmp(j->blk.hash, j->hash, FERRY_HASH_LEN) != 0)
+			return ferry_err(FERR_CORRUPT, "block content does not match its hash");
+		if (j->blk.form == BLOCK_HOLE)
+			return zero_block_fix(j, j->data, j->s1);
+		return 0;
+	}
+	if (codec_equal(j->in, j->c)) {
+		j->kind = JOB_KEPT;
+		return store_block_prepare_encoded(j->c, j->data, j->psize, j->lsize, j->hash, j->s1,
+						   j->cap, &j->blk);
+	}
+	j->kind = JOB_RECOMP;
+	if ((rc = store_block_prepare_encoded(j->in, j->data, j->psize, j->lsize, j->hash, j->s1,
+					      j->cap, &tmp)) < 0)
+		return rc;
+	if ((rc = store_block_prepare(j->c, j->s1, j->lsize, j->s2, j->cap, &j->blk)) < 0)
+		return rc;
+	if (j->blk.form == BLOCK_HOLE)
+		return zero_block_fix(j, j->s1, j->s2);
+	return 0;
+}
+
+/* ---- ordered commit (main thread) --------------------------------------------------------- */
+
+static int collect_one(struct rcv *r)
+{
+	void *job;
+	int res, rc, stored = 0;
+	if ((rc = workq_collect(r->q, &job, &res)) <= 0)
+		return rc < 0 ? rc : ferry_err(FERR_INVAL, "no block pending");
+	r->inflight--;
+	struct rjob *j = job;
+	if (res < 0)
+		return res;
+	if (!r->dryrun && (rc = store_writer_put(r->w, &j->blk, &stored)) < 0)
+		return rc;
+	switch (j->kind) {
+	case JOB_LOGICAL:
+		r->st.blocks_logical++;
+		r->st.lbytes_logical += j->lsize;
+		break;
+	case JOB_KEPT:
+		r->st.blocks_kept++;
+		r->st.lbytes_kept += j->lsize;
+		break;
+	default:
+		r->st.blocks_recompressed++;
+		r->st.lbytes_recompressed += j->lsize;
+	}
+	if (stored)
+		r->st.pbytes_written += j->blk.psize;
+	return 0;
+}
+
+static int drain(struct rcv *r)
+{
+	int rc;
+	while (r->inflight)
+		if ((rc = collect_one(r)) < 0)
+			return rc;
+	return 0;
+}
+
+static int jobs_init(struct rcv *r)
+{
+	unsigned threads = r->o->threads;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (!threads)
+		threads = ncpu > 0 ? (unsigned)ncpu : 1;
+	r->njobs = threads * 4;
+	if (!(r->jobs = calloc(r->njobs, sizeof *r->jobs)))
+		return ferry_err(FERR_NOMEM, "receiving");
+	size_t cap = codec_bound(STREAM_BLOCK_MAX);
+	for (unsigned i = 0; i < r->njobs; i++) {
+		struct rjob *j = &r->jobs[i];
+		j->cap = cap;
+		if (!(j->data = malloc(cap)) || !(j->s1 = malloc(cap)) || !(j->s2 = malloc(cap)))
+			return ferry_err(FERR_NOMEM, "receiving");
+	}
+	return workq_new(&r->q, threads, r->njobs, job_run, r);
+}
+
+static void jobs_free(struct rcv *r)
+{
+	workq_free(r->q);
+	r->q = NULL;
+	for (unsigned i = 0; r->jobs && i < r->njobs; i++) {
+		free(r->jobs[i].data);
+		free(r->jobs[i].s1);
+		free(r->jobs[i].s2);
+	}
+	free(r->jobs);
+	r->jobs = NULL;
+}
+
+static int submit_write(struct rcv *r, const struct stream_write *w, struct codec_spec c)
+{
+	int rc;
+	if (r->inflight == r->njobs && (rc = collect_one(r)) < 0)
+		return rc;
+	struct rjob *j = &r->jobs[r->next];
+	r->next = (r->next + 1) % r->njobs;
+	memcpy(j->hash, w->hash, FERRY_HASH_LEN);
+	j->lsize = w->lsize;
+	j->psize = w->psize;
+	j->in = (struct codec_spec){w->codec, w->level};
+	j->c = c;
+	if (w->psize > j->cap || w->lsize > j->cap)
+		return ferry_err(FERR_LIMIT, "block of %u bytes", w->lsize);
+	memcpy(j->data, w->data, w->psize);
+	if ((rc = workq_submit(r->q, j)) < 0)
+		return rc;
+	r->inflight++;
+	return 0;
+}
+
+/* ---- the walk at END ------------------------------------------------------------------------ */
+
+static int reach(struct rcv *r, char kind, const uint8_t *hash)
+{
+	uint8_t key[KEY_LEN];
+	int rc;
+	mkkey(key, kind, hash);
+	if ((rc = store_hset_add(r->seen, key, sizeof key, 0)) <= 0)
+		return rc;
+	if ((rc = store_hset_get(r->objs, key, sizeof key, NULL)) < 0)
+		return rc;
+	r->reached += (uint64_t)rc;
+	return 0;
+}
+
+static int walk_rd(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, struct fbuf *out)
+{
+	struct rcv *r = arg;
+	int rc;
+	if ((rc = store_pnodes_read(r->pn, hash, type, out)) < 0)
+		return rc;
+	return reach(r, 'N', hash);
+}
+
+static int walk_block(struct rcv *r, const uint8_t *hash, uint64_t len)
+{
+	uint8_t key[KEY_LEN];
+	int rc, v = 0;
+	mkkey(key, 'B', hash);
+	if ((rc = store_hset_get(r->seen, key, sizeof key, &v)) < 0)
+		return rc;
+	if (rc == 1)
+		return (uint64_t)v == len ? 0 : hex_err(FERR_CORRUPT, "block referenced with two sizes", hash);
+	if ((rc = need_block(r, hash, len)) < 0)
+		return rc;
+	if ((rc = store_hset_add(r->seen, key, sizeof key, (int)len)) < 0)
+		return rc;
+	if ((rc = store_hset_get(r->objs, key, sizeof key, NULL)) < 0)
+		return rc;
+	r->reached += (uint64_t)rc;
+	if (!r->dryrun && (rc = store_writer_ref(r->w, hash)) < 0)
+		return rc;
+	return 0;
+}
+
+static int walk_bl(struct rcv *r, int type, const uint8_t *hash, uint64_t span, int depth)
+{
+	uint8_t vkey[VKEY_LEN];
+	struct fbuf b;
+	struct node_extent *x = NULL;
+	struct node_index_child *k = NULL;
+	size_t n = 0;
+	uint64_t sum = 0;
+	int rc, t;
+	vkey[0] = 'L';
+	memcpy(vkey + 1, hash, FERRY_HASH_LEN);
+	put_le64(vkey + 1 + FERRY_HASH_LEN, span);
+	if ((rc = store_hset_get(r->seen, vkey, sizeof vkey, NULL)) != 0)
+		return rc < 0 ? rc : 0;
+	if (depth > NODE_DEPTH_MAX)
+		return ferry_err(FERR_CORRUPT, "blocklist deeper than %d levels", NODE_DEPTH_MAX);
+	fbuf_init(&b, NODE_MAX);
+	if ((rc = walk_rd(r, hash, &t, &b)) < 0)
+		goto out;
+	if (t != type) {
+		rc = hex_err(FERR_CORRUPT, "node of the wrong type:", hash);
+		goto out;
+	}
+	if (t == NODE_BLOCKLIST) {
+		if ((rc = node_bl_decode(b.data, b.len, &x, &n)) < 0)
+			goto out;
+		for (size_t i = 0; i < n; i++)
+			if (u64_add(sum, x[i].len, &sum) < 0) {
+				rc = ferry_err(FERR_CORRUPT, "blocklist span overflows");
+				goto out;
+			}
+		if (sum != span) {
+			rc = ferry_err(FERR_CORRUPT, "blocklist covers %llu bytes, its file %llu",
+				       (unsigned long long)sum, (unsigned long long)span);
+			goto out;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (!x[i].hole && (rc = walk_block(r, x[i].hash, x[i].len)) < 0)
+				goto out;
+	} else if (t == NODE_BLOCKLIST_INDEX) {
+		if ((rc = node_bli_decode(b.data, b.len, &k, &n)) < 0)
+			goto out;
+		for (size_t i = 0; i < n; i++)
+			if (u64_add(sum, k[i].span, &sum) < 0) {
+				rc = ferry_err(FERR_CORRUPT, "blocklist index span overflows");
+				goto out;
+			}
+		if (sum != span) {
+			rc = ferry_err(FERR_CORRUPT, "blocklist index covers %llu bytes, expected %llu",
+				       (unsigned long long)sum, (unsigned long long)span);
+			goto out;
+		}
+		fbuf_release(&b);
+		for (size_t i = 0; i < n; i++)
+			if ((rc = walk_bl(r, k[i].type, k[i].hash, k[i].span, depth + 1)) < 0)
+				goto out;
+	} else {
+		rc = ferry_err(FERR_CORRUPT, "a file points to a node of type %d", t);
+		goto out;
+	}
+	rc = store_hset_add(r->seen, vkey, sizeof vkey, 0);
+	if (rc > 0)
+		rc = 0;
+out:
+	free(x);
+	free(k);
+	fbuf_release(&b);
+	return rc;
+}
+
+static int walk_dir(struct rcv *r, int type, const uint8_t *hash, unsigned depth)
+{
+	uint8_t vkey[KEY_LEN];
+	struct node_dir d;
+	int rc;
+	mkkey(vkey, 'D', hash);
+	if ((rc = store_hset_get(r->seen, vkey, sizeof vkey, NULL)) != 0)
+		return rc < 0 ? rc : 0;
+	if (depth > 4096)
+		return ferry_err(FERR_LIMIT, "directories nested deeper than 4096 levels");
+	if ((rc = node_dir_load(walk_rd, r, type, hash, &d)) < 0)
+		return rc;
+	for (size_t i = 0; i < d.n; i++) {
+		const struct node_entry *e = &d.ents[i];
+		if (e->ftype == NODE_F_DIR)
+			rc = walk_dir(r, e->child_type, e->child, depth + 1);
+		else if (e->ftype == NODE_F_REG && e->child_type)
+			rc = walk_bl(r, e->child_type, e->child, e->size, 0);
+		if (rc < 0)
+			break;
+	}
+	node_dir_release(&d);
+	if (rc < 0)
+		return rc;
+	rc = store_hset_add(r->seen, vkey, sizeof vkey, 0);
+	return rc < 0 ? rc : 0;
+}
+
+static int walk_tree(struct rcv *r, const struct stream_begin *b)
+{
+	struct node_entry e;
+	struct node_xattr *xa = NULL;
+	struct fbuf rb;
+	int rc, t, kind;
+	fbuf_init(&rb, NODE_MAX);
+	if ((rc = walk_rd(r, b->root_hash, &t, &rb)) < 0)
+		goto out;
+	if (t != NODE_EXT || (rc = node_root_decode(rb.data, rb.len, &kind, &e, &xa)) < 0) {
+		if (rc >= 0)
+			rc = ferry_err(FERR_CORRUPT, "the snapshot's root is not a root node");
+		goto out;
+	}
+	if ((kind == NODE_ROOT_VOLUME) != (b->ds_type == STREAM_DS_VOLUME)) {
+		rc = ferry_err(FERR_CORRUPT, "the root node's kind differs from the BEGIN's type");
+		goto out;
+	}
+	if (kind == NODE_ROOT_FILESYSTEM)
+		rc = walk_dir(r, e.child_type, e.child, 0);
+	else if (e.child_type)
+		rc = walk_bl(r, e.child_type, e.child, e.size, 0);
+out:
+	free(xa);
+	fbuf_release(&rb);
+	return rc;
+}
+
+/* ---- properties ------------------------------------------------------------------------------ */
+
+static int excluded(struct rcv *r, const char *name)
+{
+	/* storage policy and the sender's source path are the receiver's own */
+	if (!strcmp(name, "compression") || !strcmp(name, "compress"))
+		return !(r->o->flags & RECV_KEEP_SOURCE_COMPRESSION);
+	if (!strcmp(name, "recordsize") || !strcmp(name, "source") || !strcmp(name, "volsize") ||
+	    !strcmp(name, "volblocksize"))
+		return 1;
+	for (size_t i = 0; i < r->o->nexclude; i++)
+		if (!strcmp(r->o->exclude[i], name))
+			return 1;
+	for (size_t i = 0; i < r->o->nset; i++)
+		if (!strcmp(r->o->set[i].name, name))
+			return 1;
+	return 0;
+}
+
+static int apply_props(struct rcv *r, const struct store_ds *ds, const struct stream_prop *pv,
+		       size_t n)
+{
+	int rc;
+	for (size_t i = 0; i < n; i++) {
+		if (excluded(r, pv[i].name))
+			continue;
+		struct store_propset ps = {pv[i].name, pv[i].value};
+		if ((rc = store_prop_set(r->p, ds, &ps, 1, STORE_SRC_RECEIVED)) < 0) {
+			/* a property this pool does not know or accept is skipped */
+			ferry_err_clear();
+			r->st.props_skipped++;
+			continue;
+		}
+		r->st.props_received++;
+	}
+	if (r->o->nset && (rc = store_prop_set(r->p, ds, r->o->set, r->o->nset, STORE_SRC_LOCAL)) < 0)
+		return rc;
+	return 0;
+}
+
+/* The compression blocks of ds (or of a new dataset named name) get. */
+static int target_codec(struct rcv *r, const char *name, const struct store_ds *ds,
+			const struct stream_prop *pv, size_t n, struct codec_spec *c)
+{
+	for (size_t i = 0; i < r->o->nset; i++)
+		if (!strcmp(r->o->set[i].name, "compression") || !strcmp(r->o->set[i].name, "compress"))
+			return codec_parse(r->o->set[i].value, c);
+	if (r->o->flags & RECV_KEEP_SOURCE_COMPRESSION)
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(pv[i].name, "compression"))
+				return codec_parse(pv[i].value, c);
+	if (ds)
+		return store_ds_compression(r->p, ds, c);
+	/* a new dataset inherits from its nearest existing ancestor */
+	char anc[STORE_NAME_MAX + 1];
+	struct store_ds a;
+	snprintf(anc, sizeof anc, "%s", name);
+	for (;;) {
+		char *sl = strrchr(anc, '/');
+		if (!sl)
+			return ferry_err(FERR_NOENT, "no ancestor of '%s' exists", name);
+		*sl = 0;
+		int rc = store_ds_lookup(r->p, anc, &a);
+		if (rc == 0)
+			return store_ds_compression(r->p, &a, c);
+		if (rc != -FERR_NOENT)
+			return rc;
+		ferry_err_clear();
+	}
+}
+
+/* ---- one substream ---------------------------------------------------------------------------- */
+
+struct snaps {
+	struct store_snap *v;
+	size_t n, cap;
+};
+
+static int snaps_cb(struct store_pool *p, const struct store_snap *s, void *arg)
+{
+	struct snaps *l = arg;
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 16;
+		struct store_snap *nv = realloc(l->v, nc * sizeof *nv);
+		if (!nv)
+			return ferry_err(FERR_NOMEM, "listing snapshots");
+		l->v = nv;
+		l->cap = nc;
+	}
+	l->v[l->n++] = *s;
+	return 0;
+}
+
+static struct dryds *dry_find(struct rcv *r, const char *name)
+{
+	for (size_t i = 0; i < r->ndds; i++)
+		if (!strcmp(r->dds[i].name, name))
+			return &r->dds[i];
+	return NULL;
+}
+
+static int dry_note(struct rcv *r, const char *name, uint64_t guid)
+{
+	struct dryds *d = dry_find(r, name);
+	if (!d) {
+		struct dryds *nv = realloc(r->dds, (r->ndds + 1) * sizeof *nv);
+		if (!nv)
+			return ferry_err(FERR_NOMEM, "receiving");
+		r->dds = nv;
+		d = &r->dds[r->ndds++];
+		snprintf(d->name, sizeof d->name, "%s", name);
+	}
+	d->guid = guid;
+	return 0;
+}
+
+/* Reads one substream after its BEGIN (copied in b) and commits it. */
+static int recv_sub(struct rcv *r, const struct stream_begin *b, const struct stream_prop *props,
+		    size_t nprops)
+{
+	char dsname[STORE_NAME_MAX + 1], snapname[STORE_NAME_MAX + 1], full[2 * STORE_NAME_MAX + 2];
+	struct store_ds ds;
+	struct snaps sl;
+	struct codec_spec c;
+	struct stream_record rec;
+	int rc, exists = 0, created = 0;
+	ssize_t rollback_to = -1;
+	int destroy_all = 0;
+	uint64_t t0 = ferry_now_ns(), bytes0 = stream_decoder_bytes(r->dec);
+	memset(&sl, 0, sizeof sl);
+	memset(&r->st, 0, sizeof r->st);
+	r->objs_n = r->reached = 0;
+	if (b->resume_pos) {
+		rc = ferry_err(FERR_UNSUPPORTED, "a resumed stream needs a partial receive (recv -s)");
+		goto out;
+	}
+	if ((rc = map_name(r, b->dataset, dsname, sizeof dsname)) < 0)
+		goto out;
+	const char *at = strchr(r->target, '@');
+	snprintf(snapname, sizeof snapname, "%s", at && !r->in_pkg ? at + 1 : b->snapshot);
+	if (snprintf(full, sizeof full, "%s@%s", dsname, snapname) > STORE_NAME_MAX) {
+		rc = ferry_err(FERR_NAME, "'%s' is too long", full);
+		goto out;
+	}
+	if ((rc = store_name_check(full, STORE_NAME_SNAPSHOT)) < 0)
+		goto out;
+	rc = store_ds_lookup(r->p, dsname, &ds);
+	if (rc == 0) {
+		exists = 1;
+	} else if (rc != -FERR_NOENT) {
+		goto out;
+	} else {
+		ferry_err_clear();
+	}
+	struct dryds *dd = r->dryrun ? dry_find(r, dsname) : NULL;
+	if (exists) {
+		int want = b->ds_type == STREAM_DS_VOLUME ? STORE_DS_VOLUME : STORE_DS_FILESYSTEM;
+		if (ds.type != want) {
+			rc = ferry_err(FERR_INVAL, "'%s' is a %s, the stream brings a %s", dsname,
+				       store_ds_type_name(ds.type), store_ds_type_name(want));
+			goto out;
+		}
+		if ((rc = store_snap_iter(r->p, &ds, snaps_cb, &sl)) < 0)
+			goto out;
+		for (size_t i = 0; i < sl.n; i++) {
+			if (sl.v[i].guid == b->to_guid) {
+				rc = ferry_err(FERR_EXISTS, "'%s' already has this snapshot (as '%s')",
+					       dsname, sl.v[i].name);
+				goto out;
+			}
+			if (!strcmp(sl.v[i].snapname, snapname)) {
+				rc = ferry_err(FERR_EXISTS, "snapshot '%s' already exists", full);
+				goto out;
+			}
+		}
+	}
+	if (b->from_guid) {
+		if (dd) {
+			if (dd->guid != b->from_guid) {
+				rc = ferry_err(FERR_NOENT, "'%s' would not have the stream's base", dsname);
+				goto out;
+			}
+		} else if (!exists) {
+			rc = ferry_err(FERR_NOENT, "'%s' does not exist: an incremental stream needs its "
+				       "base snapshot", dsname);
+			goto out;
+		} else {
+			ssize_t bi = -1;
+			for (size_t i = 0; i < sl.n; i++)
+				if (sl.v[i].guid == b->from_guid)
+					bi = (ssize_t)i;
+			if (bi < 0) {
+				rc = ferry_err(FERR_NOENT, "'%s' does not have the stream's base snapshot "
+					       "(guid %llu)", dsname, (unsigned long long)b->from_guid);
+				goto out;
+			}
+			if ((size_t)bi != sl.n - 1) {
+				if (!(r->o->flags & RECV_FORCE)) {
+					rc = ferry_err(FERR_BUSY, "the base '%s' is not the newest snapshot of "
+						       "'%s' (use -F to roll back)", sl.v[bi].name, dsname);
+					goto out;
+				}
+				rollback_to = bi;
+			}
+		}
+	} else if (exists && sl.n && !(dd)) {
+		if (!(r->o->flags & RECV_FORCE)) {
+			rc = ferry_err(FERR_EXISTS, "'%s' exists and has snapshots: a full stream needs "
+				       "a new dataset (or -F to replace them)", dsname);
+			goto out;
+		}
+		destroy_all = 1;
+	} else if (dd && !b->from_guid) {
+		rc = ferry_err(FERR_EXISTS, "'%s' would receive two full streams", dsname);
+		goto out;
+	}
+	if ((rc = target_codec(r, dsname, exists ? &ds : NULL, props, nprops, &c)) < 0)
+		goto out;
+	if ((rc = store_hset_new(r->p, 0, &r->objs)) < 0 || (rc = store_hset_new(r->p, 0, &r->seen)) < 0)
+		goto out;
+
+	/* the body */
+	for (;;) {
+		rc = stream_decoder_pull(r->dec, r->in, &rec);
+		if (rc == 0)
+			rc = ferry_err(FERR_TRUNCATED, "the stream ended before END");
+		if (rc < 0)
+			goto out;
+		uint8_t key[KEY_LEN];
+		if (rec.type == STREAM_END)
+			break;
+		if (rec.type == STREAM_NODE) {
+			mkkey(key, 'N', rec.node.hash);
+			if ((rc = store_hset_get(r->objs, key, sizeof key, NULL)) != 0) {
+				if (rc > 0)
+					rc = hex_err(FERR_CORRUPT, "duplicate node", rec.node.hash);
+				goto out;
+			}
+			int is_root = !memcmp(rec.node.hash, b->root_hash, FERRY_HASH_LEN) &&
+				      rec.node.type == b->root_type;
+			if ((rc = check_node(r, &rec.node, is_root)) < 0)
+				goto out;
+			uint8_t h[FERRY_HASH_LEN];
+			if ((rc = store_writer_put_node(r->w, rec.node.type, rec.node.data, rec.node.len,
+							h)) < 0)
+				goto out;
+			if ((rc = store_hset_add(r->objs, key, sizeof key, rec.node.type)) < 0 ||
+			    (r->dry && (rc = store_hset_add(r->dry, key, sizeof key, rec.node.type)) < 0))
+				goto out;
+			r->objs_n++;
+			r->st.nodes++;
+			continue;
+		}
+		if (rec.type == STREAM_WRITE || rec.type == STREAM_WRITE_BYREF) {
+			const uint8_t *h = rec.type == STREAM_WRITE ? rec.write.hash : rec.byref.hash;
+			uint32_t ls = rec.type == STREAM_WRITE ? rec.write.lsize : rec.byref.lsize;
+			mkkey(key, 'B', h);
+			if ((rc = store_hset_get(r->objs, key, sizeof key, NULL)) != 0) {
+				if (rc > 0)
+					rc = hex_err(FERR_CORRUPT, "duplicate block", h);
+				goto out;
+			}
+			if (rec.type == STREAM_WRITE_BYREF) {
+				uint32_t have = 0;
+				if ((rc = store_pnodes_has_block(r->pn, h, &have)) < 0)
+					goto out;
+				if (!rc && r->dry && (rc = store_hset_get(r->dry, key, sizeof key, NULL)) < 0)
+					goto out;
+				if (!rc) {
+					rc = hex_err(FERR_CORRUPT, "WRITE_BYREF of a block the pool does not have:",
+						     h);
+					goto out;
+				}
+				r->st.blocks_byref++;
+			} else {
+				r->st.pbytes_in += rec.write.psize;
+				if (!r->dryrun && (rc = store_writer_has(r->w, h, c)) < 0)
+					goto out;
+				if (rc == 1) {
+					r->st.blocks_present++;
+					r->st.lbytes_present += ls;
+				} else if ((rc = submit_write(r, &rec.write, c)) < 0) {
+					goto out;
+				}
+			}
+			if ((rc = store_hset_add(r->objs, key, sizeof key, (int)ls)) < 0 ||
+			    (r->dry && (rc = store_hset_add(r->dry, key, sizeof key, (int)ls)) < 0))
+				goto out;
+			r->objs_n++;
+			continue;
+		}
+		rc = ferry_err(FERR_CORRUPT, "unexpected %s record in a snapshot's body",
+			       stream_type_name(rec.type));
+		goto out;
+	}
+	if ((rc = drain(r)) < 0)
+		goto out;
+	if (!b->from_guid || r->objs_n) {
+		if ((rc = walk_tree(r, b)) < 0)
+			goto out;
+	} else {
+		/* nothing changed: the root is the base's, already in the pool */
+		int t = 0;
+		if ((rc = store_pnodes_has_node(r->pn, b->root_hash, &t)) < 0)
+			goto out;
+		if (!rc || t != NODE_EXT) {
+			rc = ferry_err(FERR_CORRUPT, "an empty incremental whose root is not in the pool");
+			goto out;
+		}
+		if ((rc = walk_tree(r, b)) < 0)
+			goto out;
+	}
+	if (r->reached != r->objs_n) {
+		rc = ferry_err(FERR_CORRUPT, "the stream carries %llu objects the snapshot does not use",
+			       (unsigned long long)(r->objs_n - r->reached));
+		goto out;
+	}
+	r->st.bytes = stream_decoder_bytes(r->dec) - bytes0;
+	if (r->dryrun) {
+		if ((rc = dry_note(r, dsname, b->to_guid)) < 0)
+			goto out;
+	} else {
+		/* commit: dataset, roll back, snapshot, properties */
+		store_writer_pause(r->w);
+		if (!exists) {
+			int type = b->ds_type == STREAM_DS_VOLUME ? STORE_DS_VOLUME : STORE_DS_FILESYSTEM;
+			struct store_propset cp[8];
+			size_t ncp = 0;
+			char vs[32];
+			for (size_t i = 0; i < r->o->nset && ncp < 6; i++)
+				cp[ncp++] = r->o->set[i];
+			if (type == STORE_DS_VOLUME) {
+				struct store_propval dummy;
+				(void)dummy;
+				struct fbuf rb;
+				struct node_entry e;
+				struct node_xattr *xa = NULL;
+				int t, kind;
+				fbuf_init(&rb, NODE_MAX);
+				rc = store_pnodes_read(r->pn, b->root_hash, &t, &rb);
+				if (rc == 0)
+					rc = node_root_decode(rb.data, rb.len, &kind, &e, &xa);
+				if (rc == 0)
+					snprintf(vs, sizeof vs, "%llu", (unsigned long long)e.size);
+				free(xa);
+				fbuf_release(&rb);
+				if (rc < 0)
+					goto out;
+				cp[ncp++] = (struct store_propset){"volsize", vs};
+				for (size_t i = 0; i < nprops; i++)
+					if (!strcmp(props[i].name, "volblocksize"))
+						cp[ncp++] = (struct store_propset){"volblocksize",
+										   props[i].value};
+			}
+			if ((rc = store_ds_create(r->p, dsname, type, 1, cp, ncp)) < 0 ||
+			    (rc = store_ds_lookup(r->p, dsname, &ds)) < 0)
+				goto out;
+			created = 1;
+		}
+		if (rollback_to >= 0 && (rc = store_snap_rollback(r->p, &sl.v[rollback_to], 1)) < 0)
+			goto out;
+		if (destroy_all && (rc = store_snap_destroy(r->p, sl.v, sl.n)) < 0)
+			goto out;
+		if ((rc = store_writer_commit_snapshot(r->w, &ds, snapname, b->root_hash, b->to_guid,
+						       b->creation_ns, NULL)) < 0)
+			goto out;
+		created = 0;
+		if ((rc = apply_props(r, &ds, props, nprops)) < 0)
+			goto out;
+	}
+	r->st.snapshots = 1;
+	r->st.ns = ferry_now_ns() - t0;
+	if (r->o->done)
+		r->o->done(r->o->arg, full, &r->st);
+out:
+	if (rc < 0 && created) {
+		int save = rc;
+		char msg[512];
+		snprintf(msg, sizeof msg, "%s", ferry_errmsg(rc));
+		if (store_ds_destroy(r->p, dsname, 1) < 0) { /* reported below */ }
+		rc = ferry_err(-save, "%s", msg);
+	}
+	if (rc < 0 && r->inflight) {
+		/* collect what is still running before the buffers go */
+		while (r->inflight) {
+			void *job;
+			int res;
+			if (workq_collect(r->q, &job, &res) <= 0)
+				break;
+			r->inflight--;
+		}
+	}
+	store_hset_free(r->objs);
+	store_hset_free(r->seen);
+	r->objs = r->seen = NULL;
+	free(sl.v);
+	/* totals */
+	uint64_t *a = &r->tot.snapshots, *s = &r->st.snapshots;
+	for (size_t i = 0; i < sizeof r->st / sizeof(uint64_t); i++)
+		a[i] += s[i];
+	return rc;
+}
+
+/* ---- packages ------------------------------------------------------------------------------------ */
+
+static void pkg_free(struct rcv *r)
+{
+	for (size_t i = 0; i < r->npds; i++) {
+		struct pkgds *d = &r->pds[i];
+		for (size_t j = 0; j < d->nprops; j++) {
+			free((char *)d->props[j].name);
+			free((char *)d->props[j].value);
+		}
+		free(d->props);
+		free(d->snap_guids);
+		free(d->name);
+	}
+	free(r->pds);
+	r->pds = NULL;
+	r->npds = 0;
+}
+
+static int pkg_add(struct rcv *r, const struct stream_dataset *sd)
+{
+	struct pkgds *nv = realloc(r->pds, (r->npds + 1) * sizeof *nv);
+	if (!nv)
+		return ferry_err(FERR_NOMEM, "receiving a package");
+	r->pds = nv;
+	struct pkgds *d = &r->pds[r->npds++];
+	memset(d, 0, sizeof *d);
+	d->guid = sd->guid;
+	if (!(d->name = strdup(sd->name)))
+		return ferry_err(FERR_NOMEM, "receiving a package");
+	if (sd->nprops && !(d->props = calloc(sd->nprops, sizeof *d->props)))
+		return ferry_err(FERR_NOMEM, "receiving a package");
+	for (size_t i = 0; i < sd->nprops; i++) {
+		d->props[i].source = sd->props[i].source;
+		d->props[i].name = strdup(sd->props[i].name);
+		d->props[i].value = strdup(sd->props[i].value);
+		d->nprops++;
+		if (!d->props[i].name || !d->props[i].value)
+			return ferry_err(FERR_NOMEM, "receiving a package");
+	}
+	if (sd->nsnaps && !(d->snap_guids = calloc(sd->nsnaps, sizeof *d->snap_guids)))
+		return ferry_err(FERR_NOMEM, "receiving a package");
+	for (size_t i = 0; i < sd->nsnaps; i++)
+		d->snap_guids[i] = sd->snaps[i].guid;
+	d->nsnaps = sd->nsnaps;
+	return 0;
+}
+
+static const struct pkgds *pkg_find(struct rcv *r, const char *name)
+{
+	for (size_t i = 0; i < r->npds; i++)
+		if (!strcmp(r->pds[i].name, name))
+			return &r->pds[i];
+	return NULL;
+}
+
+/* recv -F of a package: snapshots the sender no longer has go. */
+static int pkg_prune(struct rcv *r)
+{
+	int rc = 0;
+	for (size_t i = 0; i < r->npds && rc == 0; i++) {
+		const struct pkgds *d = &r->pds[i];
+		char dsname[STORE_NAME_MAX + 1];
+		struct store_ds ds;
+		struct snaps sl;
+		memset(&sl, 0, sizeof sl);
+		if ((rc = map_name(r, d->name, dsname, sizeof dsname)) < 0)
+			break;
+		if ((rc = store_ds_lookup(r->p, dsname, &ds)) < 0) {
+			if (rc == -FERR_NOENT) {
+				ferry_err_clear();
+				rc = 0;
+			}
+			continue;
+		}
+		if ((rc = store_snap_iter(r->p, &ds, snaps_cb, &sl)) < 0) {
+			free(sl.v);
+			break;
+		}
+		size_t w = 0;
+		for (size_t j = 0; j < sl.n; j++) {
+			int keep = 0;
+			for (size_t k = 0; k < d->nsnaps; k++)
+				if (d->snap_guids[k] == sl.v[j].guid)
+					keep = 1;
+			if (!keep)
+				sl.v[w++] = sl.v[j];
+		}
+		if (w)
+			rc = store_snap_destroy(r->p, sl.v, w);
+		free(sl.v);
+	}
+	return rc;
+}
+
+/* Copies the BEGIN's strings and properties, which the decoder reuses. */
+struct begin_copy {
+	struct stream_begin b;
+	char ds[STREAM_NAME_MAX + 1], snap[STREAM_NAME_MAX + 1];
+	struct stream_prop *props;
+	size_t nprops;
+};
+
+static void begin_copy_free(struct begin_copy *c)
+{
+	for (size_t i = 0; i < c->nprops; i++) {
+		free((char *)c->props[i].name);
+		free((char *)c->props[i].value);
+	}
+	free(c->props);
+	c->props = NULL;
+	c->nprops = 0;
+}
+
+static int begin_copy(struct begin_copy *c, const struct stream_begin *b)
+{
+	memset(c, 0, sizeof *c);
+	c->b = *b;
+	snprintf(c->ds, sizeof c->ds, "%s", b->dataset);
+	snprintf(c->snap, sizeof c->snap, "%s", b->snapshot);
+	c->b.dataset = c->ds;
+	c->b.snapshot = c->snap;
+	c->b.props = NULL;
+	c->b.nprops = 0;
+	if (b->nprops && !(c->props = calloc(b->nprops, sizeof *c->props)))
+		return ferry_err(FERR_NOMEM, "receiving");
+	for (size_t i = 0; i < b->nprops; i++) {
+		c->props[i].source = b->props[i].source;
+		c->props[i].name = strdup(b->props[i].name);
+		c->props[i].value = strdup(b->props[i].value);
+		c->nprops++;
+		if (!c->props[i].name || !c->props[i].value)
+			return ferry_err(FERR_NOMEM, "receiving");
+	}
+	return 0;
+}
+
+int recv_run(struct store_pool *p, const char *target, struct stream_source *in,
+	     const struct recv_opts *o, struct recv_stats *st)
+{
+	struct rcv r;
+	struct stream_record rec;
+	struct begin_copy bc;
+	int rc;
+	memset(&r, 0, sizeof r);
+	memset(&bc, 0, sizeof bc);
+	r.p = p;
+	r.o = o;
+	r.target = target;
+	r.in = in;
+	r.dryrun = (o->flags & RECV_DRYRUN) != 0;
+	fbuf_init(&r.nb, NODE_MAX);
+	if ((rc = stream_decoder_new(&r.dec)) < 0 || (rc = store_writer_new(p, &r.w)) < 0 ||
+	    (rc = store_pnodes_new(p, &r.pn)) < 0 || (rc = jobs_init(&r)) < 0)
+		goto out;
+	if (r.dryrun && (rc = store_hset_new(p, 0, &r.dry)) < 0)
+		goto out;
+	rc = stream_decoder_pull(r.dec, in, &rec);
+	if (rc == 0)
+		rc = ferry_err(FERR_TRUNCATED, "the stream is empty");
+	if (rc < 0)
+		goto out;
+	if (rec.type == STREAM_BEGIN) {
+		if ((rc = begin_copy(&bc, &rec.begin)) < 0)
+			goto out;
+		if ((rc = recv_sub(&r, &bc.b, bc.props, bc.nprops)) < 0)
+			goto out;
+		begin_copy_free(&bc);
+	} else if (rec.type == STREAM_PACKAGE) {
+		if (strchr(target, '@')) {
+			rc = ferry_err(FERR_INVAL, "a package is received into a dataset, not '%s'", target);
+			goto out;
+		}
+		r.in_pkg = 1;
+		snprintf(r.pkg_top, sizeof r.pkg_top, "%s", rec.package.top);
+		uint32_t nds = rec.package.ndatasets;
+		for (uint32_t i = 0; i < nds; i++) {
+			if ((rc = stream_decoder_pull(r.dec, in, &rec)) <= 0) {
+				if (rc == 0)
+					rc = ferry_err(FERR_TRUNCATED, "the package ended early");
+				goto out;
+			}
+			if (rec.type != STREAM_DATASET) {
+				rc = ferry_err(FERR_CORRUPT, "expected DATASET, got %s",
+					       stream_type_name(rec.type));
+				goto out;
+			}
+			if ((rc = pkg_add(&r, &rec.dataset)) < 0)
+				goto out;
+		}
+		for (;;) {
+			if ((rc = stream_decoder_pull(r.dec, in, &rec)) <= 0) {
+				if (rc == 0)
+					rc = ferry_err(FERR_TRUNCATED, "the package ended early");
+				goto out;
+			}
+			if (rec.type == STREAM_PACKAGE_END)
+				break;
+			if (rec.type != STREAM_BEGIN) {
+				rc = ferry_err(FERR_CORRUPT, "expected BEGIN, got %s",
+					       stream_type_name(rec.type));
+				goto out;
+			}
+			if ((rc = begin_copy(&bc, &rec.begin)) < 0)
+				goto out;
+			const struct pkgds *d = pkg_find(&r, bc.b.dataset);
+			if (!d) {
+				rc = ferry_err(FERR_CORRUPT, "substream of '%s', which has no DATASET",
+					       bc.b.dataset);
+				goto out;
+			}
+			if ((rc = recv_sub(&r, &bc.b, d->props, d->nprops)) < 0)
+				goto out;
+			begin_copy_free(&bc);
+		}
+		if (!r.dryrun && (o->flags & RECV_FORCE) && (rc = pkg_prune(&r)) < 0)
+			goto out;
+	} else {
+		rc = ferry_err(FERR_CORRUPT, "the stream starts with %s", stream_type_name(rec.type));
+		goto out;
+	}
+	/* nothing may follow */
+	rc = stream_decoder_pull(r.dec, in, &rec);
+	if (rc > 0)
+		rc = ferry_err(FERR_CORRUPT, "records after the end of the stream");
+	if (rc < 0)
+		goto out;
+	r.tot.bytes = stream_decoder_bytes(r.dec);
+	if (st)
+		*st = r.tot;
+	rc = 0;
+out:
+	begin_copy_free(&bc);
+	if (r.q && r.inflight) {
+		while (r.inflight) {
+			void *job;
+			int res;
+			if (workq_collect(r.q, &job, &res) <= 0)
+				break;
+			r.inflight--;
+		}
+	}
+	jobs_free(&r);
+	store_hset_free(r.objs);
+	store_hset_free(r.seen);
+	store_hset_free(r.dry);
+	store_pnodes_free(r.pn);
+	store_writer_free(r.w);
+	stream_decoder_free(r.dec);
+	pkg_free(&r);
+	free(r.dds);
+	fbuf_release(&r.nb);
+	return rc;
+}
+
+int recv_abort(struct store_pool *p, const char *target)
+{
+	return ferry_err(FERR_NOENT, "'%s' has no partial receive", target);
+}
+
+int recv_resume_token(struct store_pool *p, const char *target, char *out, size_t n)
+{
+	return ferry_err(FERR_NOENT, "'%s' has no partial receive", target);
+}
