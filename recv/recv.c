@@ -1168,6 +1168,23 @@ int recv_run(struct store_pool *p, const char *target, struct stream_source *in,
 		goto out;
 	if (r.dryrun && (rc = store_hset_new(p, 0, &r.dry)) < 0)
 		goto out;
+	{
+		/* -d/-e receive below an existing target; otherwise the target's
+		 * parent must exist (as in zfs) */
+		char must[STORE_NAME_MAX + 1];
+		struct store_ds tmp;
+		snprintf(must, sizeof must, "%s", target);
+		char *cut = strchr(must, '@');
+		if (cut)
+			*cut = 0;
+		if (!(o->flags & (RECV_DISCARD | RECV_LASTNAME)) && (cut = strrchr(must, '/')))
+			*cut = 0;
+		if ((rc = store_ds_lookup(p, must, &tmp)) < 0) {
+			if (rc == -FERR_NOENT)
+				rc = ferry_err(FERR_NOENT, "'%s' does not exist", must);
+			goto out;
+		}
+	}
 	rc = stream_decoder_pull(r.dec, in, &rec);
 	if (rc == 0)
 		rc = ferry_err(FERR_TRUNCATED, "the stream is empty");
