@@ -393,13 +393,7 @@ static int jobs_init(struct rcv *r)
 	r->njobs = threads * 4;
 	if (!(r->jobs = calloc(r->njobs, sizeof *r->jobs)))
 		return ferry_err(FERR_NOMEM, "receiving");
-	size_t cap = codec_bound(STREAM_BLOCK_MAX);
-	for (unsigned i = 0; i < r->njobs; i++) {
-		struct rjob *j = &r->jobs[i];
-		j->cap = cap;
-		if (!(j->data = malloc(cap)) || !(j->s1 = malloc(cap)) || !(j->s2 = malloc(cap)))
-			return ferry_err(FERR_NOMEM, "receiving");
-	}
+	/* job buffers grow on demand (submit_write), up to one block's bound */
 	return workq_new(&r->q, threads, r->njobs, job_run, r);
 }
 
@@ -428,8 +422,23 @@ static int submit_write(struct rcv *r, const struct stream_write *w, struct code
 	j->psize = w->psize;
 	j->in = (struct codec_spec){w->codec, w->level};
 	j->c = c;
-	if (w->psize > j->cap || w->lsize > j->cap)
+	if (w->psize > STREAM_BLOCK_MAX || w->lsize > STREAM_BLOCK_MAX || w->psize > w->lsize)
 		return ferry_err(FERR_LIMIT, "block of %u bytes", w->lsize);
+	size_t need = codec_bound(w->lsize);
+	if (need > j->cap) {
+		/* room for the block and whatever an encoder writes for it */
+		uint8_t *d = realloc(j->data, need), *a, *b;
+		if (d)
+			j->data = d;
+		a = d ? realloc(j->s1, need) : NULL;
+		if (a)
+			j->s1 = a;
+		b = a ? realloc(j->s2, need) : NULL;
+		if (!b)
+			return ferry_err(FERR_NOMEM, "receiving a block of %u bytes", w->lsize);
+		j->s2 = b;
+		j->cap = need;
+	}
 	memcpy(j->data, w->data, w->psize);
 	if ((rc = workq_submit(r->q, j)) < 0)
 		return rc;
