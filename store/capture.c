@@ -33,14 +33,25 @@ enum { JOB_DATA, JOB_HOLE, JOB_END };
 
 struct cfile;
 
-struct job {
+/* One record (or a hole, or a file's end) inside a job. */
+struct item {
 	int kind;
 	struct cfile *f;
-	uint8_t *data;
-	uint8_t *scratch;
-	size_t len;
+	size_t off, len;     /* of the record in the job's data */
 	uint64_t hole;
 	struct store_block blk;
+};
+
+/* Work for the pool: many small files' records go in one job, so a tree of
+ * small files costs one thread hand-off per MiB, not per file. */
+#define JOB_ITEMS 256
+#define JOB_BYTES ((size_t)1 << 20)
+struct job {
+	uint8_t *data;
+	uint8_t *scratch;
+	size_t cap, used;
+	struct item items[JOB_ITEMS];
+	unsigned n;
 	struct job *next;
 };
 
@@ -84,6 +95,8 @@ struct cap {
 	dev_t dev;
 	struct workq *q;
 	struct job *free_jobs;
+	struct job *cur;      /* being filled by the main thread */
+	size_t jobcap;
 	struct link *links;
 	size_t nlinks, caplinks;
 	struct fbuf path;
@@ -95,9 +108,16 @@ static int job_fn(void *jv, void *ctx)
 {
 	struct job *j = jv;
 	struct cap *c = ctx;
-	if (j->kind != JOB_DATA)
-		return 0;
-	return store_block_prepare(c->policy, j->data, j->len, j->scratch, c->rs, &j->blk);
+	for (unsigned i = 0; i < j->n; i++) {
+		struct item *it = &j->items[i];
+		if (it->kind != JOB_DATA)
+			continue;
+		int r = store_block_prepare(c->policy, j->data + it->off, it->len, j->scratch + it->off,
+					    it->len, &it->blk);
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 static int put_node(void *arg, int type, const uint8_t *data, size_t len, uint8_t *hash)
@@ -146,14 +166,17 @@ static int job_get(struct cap *c, struct job **out)
 		c->free_jobs = j->next;
 	} else {
 		j = calloc(1, sizeof *j);
-		if (!j || !(j->data = malloc(c->rs)) || !(j->scratch = malloc(c->rs))) {
+		if (!j || !(j->data = malloc(c->jobcap)) || !(j->scratch = malloc(c->jobcap))) {
 			if (j) {
 				free(j->data);
 				free(j);
 			}
 			return ferry_err(FERR_NOMEM, "capture buffers");
 		}
+		j->cap = c->jobcap;
 	}
+	j->n = 0;
+	j->used = 0;
 	*out = j;
 	return 0;
 }
@@ -191,25 +214,28 @@ static int collect_one(struct cap *c)
 		job_put(c, j);
 		return res;
 	}
-	struct node_extent x;
-	memset(&x, 0, sizeof x);
-	switch (j->kind) {
-	case JOB_DATA:
-		if ((r = store_writer_put(c->w, &j->blk, &stored)) < 0)
+	for (unsigned i = 0; i < j->n && r >= 0; i++) {
+		struct item *it = &j->items[i];
+		struct node_extent x;
+		memset(&x, 0, sizeof x);
+		switch (it->kind) {
+		case JOB_DATA:
+			if ((r = store_writer_put(c->w, &it->blk, &stored)) < 0)
+				break;
+			c->st->blocks_total += it->blk.form != BLOCK_HOLE;
+			x.hole = it->blk.form == BLOCK_HOLE;
+			x.len = it->len;
+			memcpy(x.hash, it->blk.hash, FERRY_HASH_LEN);
+			r = node_bl_builder_add(&it->f->bl, &x);
 			break;
-		c->st->blocks_total += j->blk.form != BLOCK_HOLE;
-		x.hole = j->blk.form == BLOCK_HOLE;
-		x.len = j->len;
-		memcpy(x.hash, j->blk.hash, FERRY_HASH_LEN);
-		r = node_bl_builder_add(&j->f->bl, &x);
-		break;
-	case JOB_HOLE:
-		x.hole = 1;
-		x.len = j->hole;
-		r = node_bl_builder_add(&j->f->bl, &x);
-		break;
-	default:
-		r = finish_file(c, j->f);
+		case JOB_HOLE:
+			x.hole = 1;
+			x.len = it->hole;
+			r = node_bl_builder_add(&it->f->bl, &x);
+			break;
+		default:
+			r = finish_file(c, it->f);
+		}
 	}
 	job_put(c, j);
 	return r < 0 ? r : 1;
@@ -226,9 +252,37 @@ static int submit(struct cap *c, struct job *j)
 	return r;
 }
 
+/* Hands the job being filled to the pool. */
+static int flush_cur(struct cap *c)
+{
+	struct job *j = c->cur;
+	int r;
+	if (!j || !j->n)
+		return 0;
+	c->cur = NULL;
+	if ((r = submit(c, j)) < 0)
+		job_put(c, j);
+	return r;
+}
+
+/* The job to add an item with need data bytes to. */
+static int cur_job(struct cap *c, size_t need, struct job **out)
+{
+	int r;
+	if (c->cur && (c->cur->n == JOB_ITEMS || c->cur->used + need > c->cur->cap) &&
+	    (r = flush_cur(c)) < 0)
+		return r;
+	if (!c->cur && (r = job_get(c, &c->cur)) < 0)
+		return r;
+	*out = c->cur;
+	return 0;
+}
+
 static int drain(struct cap *c)
 {
 	int r;
+	if ((r = flush_cur(c)) < 0)
+		return r;
 	while ((r = collect_one(c)) > 0)
 		;
 	return r;
@@ -237,16 +291,15 @@ static int drain(struct cap *c)
 static int submit_simple(struct cap *c, struct cfile *f, int kind, uint64_t hole)
 {
 	struct job *j;
-	int r = job_get(c, &j);
+	int r = cur_job(c, 0, &j);
 	if (r < 0)
 		return r;
-	j->kind = kind;
-	j->f = f;
-	j->hole = hole;
-	j->len = 0;
-	if ((r = submit(c, j)) < 0)
-		job_put(c, j);
-	return r;
+	struct item *it = &j->items[j->n++];
+	it->kind = kind;
+	it->f = f;
+	it->hole = hole;
+	it->off = it->len = 0;
+	return 0;
 }
 
 /* Reads fd (a regular file, image or block device of size bytes) into f's
@@ -283,25 +336,20 @@ static int read_data(struct cap *c, int fd, uint64_t size, struct cfile *f, uint
 			}
 		}
 		struct job *j;
-		if ((r = job_get(c, &j)) < 0)
-			return r;
 		size_t want = size - off < c->rs ? (size_t)(size - off) : c->rs, n = 0;
-		if ((r = io_pread_full(fd, j->data, want, (off_t)off, &n)) < 0) {
-			job_put(c, j);
+		if ((r = cur_job(c, want, &j)) < 0)
 			return r;
-		}
-		if (n == 0) {
-			job_put(c, j);
+		if ((r = io_pread_full(fd, j->data + j->used, want, (off_t)off, &n)) < 0)
+			return r;
+		if (n == 0)
 			break;
-		}
-		j->kind = JOB_DATA;
-		j->f = f;
-		j->len = n;
+		struct item *it = &j->items[j->n++];
+		it->kind = JOB_DATA;
+		it->f = f;
+		it->off = j->used;
+		it->len = n;
+		j->used += n;
 		c->st->bytes_read += n;
-		if ((r = submit(c, j)) < 0) {
-			job_put(c, j);
-			return r;
-		}
 		off += n;
 		progress(c, 0);
 		if (n < want)
@@ -1079,7 +1127,8 @@ int store_capture(struct store_pool *p, const struct store_ds *ds, const char *n
 		if (r < 0)
 			goto out;
 	} else {
-		unsigned inflight = (unsigned)((64u << 20) / c.rs);
+		c.jobcap = c.rs > JOB_BYTES ? c.rs : JOB_BYTES;
+		unsigned inflight = (unsigned)((64u << 20) / (2 * c.jobcap));
 		if (inflight < 8)
 			inflight = 8;
 		if (inflight > 64)
@@ -1101,7 +1150,16 @@ int store_capture(struct store_pool *p, const struct store_ds *ds, const char *n
 		r = ferry_err(FERR_PARTIAL, "snapshot '%s' is missing %llu unreadable entries", full,
 			      (unsigned long long)st->unreadable);
 out:
+	if (c.q) {
+		/* on an error path: take back what the pool still holds */
+		void *jv;
+		int res;
+		while (workq_collect(c.q, &jv, &res) > 0)
+			job_put(&c, jv);
+	}
 	workq_free(c.q);
+	if (c.cur)
+		job_put(&c, c.cur);
 	while (c.free_jobs) {
 		struct job *j = c.free_jobs;
 		c.free_jobs = j->next;
