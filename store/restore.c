@@ -28,7 +28,11 @@ struct rlink {
 	char *path;
 };
 
+struct rjob;
+
 struct rst {
+	struct workq *q;
+	struct rjob *free_jobs;
 	struct store_pool *p;
 	struct store_reader *rd;
 	const struct store_restore_opts *o;
@@ -202,6 +206,186 @@ static int write_data(struct rst *r, int fd, const struct node_entry *e, int fil
 	return 0;
 }
 
+/* ---- parallel file data ------------------------------------------------------------
+ * The main thread creates files and reads each block as stored; decoding,
+ * hash verification and the write run on the worker pool. A file's END job
+ * (collected in order, after all its blocks) sets its size and attributes
+ * and closes it. */
+
+enum { RJ_DATA, RJ_END };
+
+struct rjob {
+	int kind;
+	int fd;
+	uint64_t off;
+	struct codec_spec c;
+	uint32_t lsize;
+	uint8_t hash[FERRY_HASH_LEN];
+	struct fbuf payload;
+	uint8_t *out;
+	size_t outcap;
+	struct node_entry e;    /* RJ_END: the file's attributes (borrowed until drained) */
+	uint64_t bytes;
+	struct rjob *next;
+};
+
+static int rjob_fn(void *jv, void *ctx)
+{
+	struct rjob *j = jv;
+	uint8_t h[FERRY_HASH_LEN];
+	const uint8_t *src = j->payload.data;
+	int r;
+	if (j->kind != RJ_DATA)
+		return 0;
+	j->bytes = 0;
+	if (j->c.id != CODEC_OFF) {
+		if (j->outcap < j->lsize) {
+			uint8_t *nb = realloc(j->out, j->lsize);
+			if (!nb)
+				return ferry_err(FERR_NOMEM, "restoring");
+			j->out = nb;
+			j->outcap = j->lsize;
+		}
+		if ((r = codec_decode(j->c, j->payload.data, j->payload.len, j->out, j->lsize)) < 0)
+			return r;
+		src = j->out;
+	} else if (j->payload.len != j->lsize) {
+		return ferry_err(FERR_CORRUPT, "raw block of %zu bytes, expected %u", j->payload.len,
+				 j->lsize);
+	}
+	hash_blake2b(h, src, j->lsize);
+	if (memcmp(h, j->hash, FERRY_HASH_LEN) != 0)
+		return ferry_err(FERR_CORRUPT, "block content does not match its hash");
+	if (codec_is_zero(src, j->lsize))
+		return 0; /* leave a hole */
+	j->bytes = j->lsize;
+	return io_pwrite_full(j->fd, src, j->lsize, (off_t)j->off);
+}
+
+static int rjob_get(struct rst *r, struct rjob **out)
+{
+	struct rjob *j = r->free_jobs;
+	if (j) {
+		r->free_jobs = j->next;
+	} else {
+		if (!(j = calloc(1, sizeof *j)))
+			return ferry_err(FERR_NOMEM, "restoring");
+		fbuf_init(&j->payload, STORE_BLOCK_MAX);
+	}
+	*out = j;
+	return 0;
+}
+
+static void rjob_put(struct rst *r, struct rjob *j)
+{
+	j->next = r->free_jobs;
+	r->free_jobs = j;
+}
+
+static void set_attrs_fd(struct rst *r, int fd, const struct node_entry *e);
+
+static int rcollect(struct rst *r)
+{
+	void *jv;
+	int res, rc = workq_collect(r->q, &jv, &res);
+	if (rc <= 0)
+		return rc;
+	struct rjob *j = jv;
+	rc = res;
+	if (j->kind == RJ_DATA) {
+		r->st->bytes += j->bytes;
+	} else {
+		if (rc == 0 && ftruncate(j->fd, (off_t)j->e.size) != 0)
+			rc = ferry_err_errno(errno, "cannot set the size of a restored file");
+		if (rc == 0)
+			set_attrs_fd(r, j->fd, &j->e);
+		close(j->fd);
+	}
+	rjob_put(r, j);
+	return rc < 0 ? rc : 1;
+}
+
+static int rsubmit(struct rst *r, struct rjob *j)
+{
+	int rc;
+	while ((rc = workq_submit(r->q, j)) == -FERR_BUSY) {
+		ferry_err_clear();
+		if ((rc = rcollect(r)) < 0)
+			return rc;
+	}
+	return rc;
+}
+
+static int rdrain(struct rst *r)
+{
+	int rc;
+	while ((rc = rcollect(r)) > 0)
+		;
+	return rc;
+}
+
+struct pctx {
+	struct rst *r;
+	int fd;
+};
+
+static int queue_extent(void *arg, const struct node_extent *x, uint64_t off)
+{
+	struct pctx *pc = arg;
+	struct rst *r = pc->r;
+	struct rjob *j = NULL;
+	uint32_t ls;
+	int rc;
+	if (x->hole)
+		return 0;
+	if ((rc = rjob_get(r, &j)) < 0)
+		return rc;
+	rc = store_block_read_stored(r->rd, x->hash, (struct codec_spec){CODEC_OFF, 0}, &j->c, &ls,
+				     &j->payload);
+	if (rc == 0 && ls != x->len)
+		rc = ferry_err(FERR_CORRUPT, "block is %u bytes, expected %llu", ls,
+			       (unsigned long long)x->len);
+	if (rc < 0) {
+		rjob_put(r, j);
+		return rc;
+	}
+	j->kind = RJ_DATA;
+	j->fd = pc->fd;
+	j->off = off;
+	j->lsize = ls;
+	memcpy(j->hash, x->hash, FERRY_HASH_LEN);
+	if ((rc = rsubmit(r, j)) < 0)
+		rjob_put(r, j);
+	return rc;
+}
+
+/* Queues the data of e into fd (which the END job closes). */
+static int queue_file(struct rst *r, int fd, const struct node_entry *e)
+{
+	struct pctx pc = {r, fd};
+	struct rjob *j = NULL;
+	int rc;
+	if (e->size && e->child_type &&
+	    (rc = node_bl_walk(rd_node, r->rd, e->child_type, e->child, e->size, queue_extent, &pc)) < 0) {
+		/* the jobs queued so far still write to fd: let them finish first */
+		int d = rdrain(r);
+		close(fd);
+		return d < 0 ? d : rc;
+	}
+	if ((rc = rjob_get(r, &j)) < 0) {
+		close(fd);
+		return rc;
+	}
+	j->kind = RJ_END;
+	j->fd = fd;
+	j->e = *e;
+	if ((rc = rsubmit(r, j)) < 0) {
+		rjob_put(r, j);
+		close(fd);
+	}
+	return rc;
+}
+
 /* ---- the tree -------------------------------------------------------------------- */
 
 /* Makes room for a new entry name in dirfd when --force: removes what is
@@ -292,12 +476,8 @@ static int restore_entry(struct rst *r, int dirfd, const struct node_entry *e, i
 		fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
 			return ferry_err_errno(errno, "cannot create file");
-		if ((rc = write_data(r, fd, e, 0)) < 0) {
-			close(fd);
+		if ((rc = queue_file(r, fd, e)) < 0)
 			return rc;
-		}
-		set_attrs_fd(r, fd, e);
-		close(fd);
 		r->st->files++;
 		if (e->link_id && !first)
 			return rlink_add(r, e->link_id);
@@ -355,6 +535,10 @@ static int restore_dir(struct rst *r, int dirfd, int type, const uint8_t *hash)
 		if (rc < 0)
 			break;
 	}
+	/* queued files borrow their attributes from d: finish them first */
+	int dr = rdrain(r);
+	if (rc == 0)
+		rc = dr;
 	node_dir_release(&d);
 	return rc;
 }
@@ -462,6 +646,8 @@ int store_restore(struct store_pool *p, const struct store_snap *s, const char *
 			goto out;
 		}
 	}
+	if ((rc = workq_new(&r.q, 0, 32, rjob_fn, &r)) < 0)
+		goto out;
 	if ((rc = restore_dir(&r, r.rootfd, root.child_type, root.child)) < 0)
 		goto out;
 	for (size_t i = 0; i < o->nfiles; i++)
@@ -475,6 +661,24 @@ int store_restore(struct store_pool *p, const struct store_snap *s, const char *
 		rc = ferry_err(FERR_PARTIAL, "restored with %llu warnings",
 			       (unsigned long long)st->warnings);
 out:
+	if (r.q) {
+		void *jv;
+		int res;
+		while (workq_collect(r.q, &jv, &res) > 0) {
+			struct rjob *j = jv;
+			if (j->kind == RJ_END)
+				close(j->fd);
+			rjob_put(&r, j);
+		}
+		workq_free(r.q);
+	}
+	while (r.free_jobs) {
+		struct rjob *j = r.free_jobs;
+		r.free_jobs = j->next;
+		fbuf_release(&j->payload);
+		free(j->out);
+		free(j);
+	}
 	if (r.rootfd >= 0)
 		close(r.rootfd);
 	for (size_t i = 0; i < r.nlinks; i++)

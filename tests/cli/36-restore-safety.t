@@ -40,4 +40,13 @@ mkdir "$T/t3real"
 run ferry restore tank/fs@s "$T/t3"
 is "$rc" 0 "restore into a target named through a symlink"
 is "$(cat "$T/t3real/file")" top "restored into the symlink's directory"
+
+# a flipped bit in a pack is caught by the hash check, not restored
+head -c 300000 /dev/urandom >"$S/rand"
+ferry snapshot tank/fs@r
+pack=$(ls -S "$T/p/tank/packs" | head -1)
+printf '\377' | dd of="$T/p/tank/packs/$pack" bs=1 seek=200000 conv=notrunc status=none
+run ferry restore tank/fs@r "$T/t4"
+is "$rc" 1 "restore of a corrupted block fails"
+like "$(cat "$T/err")" "does not match its hash|corrupt" "and says the data is corrupt"
 done_testing
