@@ -23,25 +23,41 @@ struct codec_spec {
 };
 
 /* Parses a compression property value: off, on (= lz4), lz4, gzip (= gzip-6),
- * gzip-1 .. gzip-9, zle. Returns -FERR_PROP for anything else. */
+ * gzip-1 .. gzip-9, zle; exact, case-sensitive match. Returns -FERR_PROP for
+ * anything else, with a detail message listing the valid values; *out is
+ * written only on success. */
 int codec_parse(const char *s, struct codec_spec *out) FERRY_WUR;
-/* Canonical block-codec name: "off", "lz4", "gzip-6", "zle". */
+/* Canonical block-codec name: "off", "lz4", "gzip-6", "zle"; a static string,
+ * "unknown" when !codec_valid(c). */
 const char *codec_name(struct codec_spec c);
 int codec_equal(struct codec_spec a, struct codec_spec b);
 /* 1 when (id, level) is a codec this build knows. */
 int codec_valid(struct codec_spec c);
 
-/* Worst-case encoded size for lsize bytes under any codec. */
+/* Worst-case encoded size for lsize bytes under any codec (≥ lsize);
+ * SIZE_MAX if that does not fit in a size_t. */
 size_t codec_bound(size_t lsize);
 
 /* Raw encode: compresses src into dst. Returns -FERR_NOSPACE_DST when the
  * output would exceed dst_cap (lz4 gives up early rather than finishing),
- * sets *psize on success. CODEC_OFF copies. */
+ * sets *psize on success. CODEC_OFF copies. -FERR_UNSUPPORTED when
+ * !codec_valid(c); -FERR_LIMIT when lsize is beyond the codec (lz4: 2 GB).
+ * Thread-safe: any number of threads may encode and decode concurrently.
+ * The output decodes with codec_decode; gzip output is a zlib stream that
+ * zlib's uncompress() accepts. */
 int codec_encode(struct codec_spec c, const void *src, size_t lsize,
 		 void *dst, size_t dst_cap, size_t *psize) FERRY_WUR;
 
 /* Decodes exactly lsize bytes into dst. Any malformed input, or output of a
- * different length, is -FERR_CORRUPT; never reads or writes out of bounds. */
+ * different length, is -FERR_CORRUPT; never reads or writes out of bounds.
+ * psize must be the exact encoded size: bytes after the encoded data are
+ * corrupt too (ferry's psize is exact, unlike ZFS's sector-rounded one).
+ * One leniency: for gzip, libdeflate remaps a few invalid deflate codings
+ * (an incomplete Huffman code, a code-length run past its table) instead of
+ * refusing them; such a block still has to pass the Adler-32 check, so the
+ * output is what the writer compressed. -FERR_UNSUPPORTED when
+ * !codec_valid(c) (e.g. a newer codec id read from a pack). dst contents
+ * are unspecified on failure. */
 int codec_decode(struct codec_spec c, const void *src, size_t psize,
 		 void *dst, size_t lsize) FERRY_WUR;
 
@@ -56,13 +72,40 @@ enum block_form {
  *  - c is off → BLOCK_RAW;
  *  - encoded size ≤ lsize − lsize/8 → BLOCK_COMPRESSED, *psize set;
  *  - otherwise → BLOCK_RAW.
- * dst must hold at least lsize bytes. For BLOCK_RAW dst is not written:
- * the caller stores src itself. */
+ * dst_cap must be at least lsize − lsize/8 (lsize is always enough), else
+ * -FERR_INVAL; the encoder gets that much room and no more, so lz4 gives up
+ * early on incompressible data. For BLOCK_RAW and BLOCK_HOLE dst is not
+ * meaningful: the caller stores src itself, or nothing; *psize is then
+ * lsize (raw) or 0 (hole). An lsize of 0 is a hole unless c is off. */
 int codec_store_block(struct codec_spec c, const void *src, size_t lsize,
 		      void *dst, size_t dst_cap, size_t *psize,
 		      enum block_form *form) FERRY_WUR;
 
-/* 1 when all n bytes are zero. */
+/* 1 when a block of lsize bytes encoded to psize bytes is kept compressed:
+ * psize ≤ lsize − lsize/8, ZFS's "saves at least 12.5 %" rule (with its
+ * integer rounding: a 7-byte block is kept at psize 7). */
+int codec_keeps(size_t psize, size_t lsize);
+
+/* 1 when all n bytes are zero (n = 0 included). */
 int codec_is_zero(const void *p, size_t n);
+
+/* ---- back ends, one per store/codec_<name>.c -----------------------------
+ * Same contracts as codec_encode/codec_decode for one codec; callers go
+ * through those. Exported for codec.c and the unit tests. */
+size_t codec_lz4_bound(size_t lsize);
+int codec_lz4_encode(const void *src, size_t lsize, void *dst, size_t dst_cap,
+		     size_t *psize) FERRY_WUR;
+int codec_lz4_decode(const void *src, size_t psize, void *dst,
+		     size_t lsize) FERRY_WUR;
+size_t codec_gzip_bound(size_t lsize);
+int codec_gzip_encode(unsigned level, const void *src, size_t lsize, void *dst,
+		      size_t dst_cap, size_t *psize) FERRY_WUR;
+int codec_gzip_decode(const void *src, size_t psize, void *dst,
+		      size_t lsize) FERRY_WUR;
+size_t codec_zle_bound(size_t lsize);
+int codec_zle_encode(const void *src, size_t lsize, void *dst, size_t dst_cap,
+		     size_t *psize) FERRY_WUR;
+int codec_zle_decode(const void *src, size_t psize, void *dst,
+		     size_t lsize) FERRY_WUR;
 
 #endif
