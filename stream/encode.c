@@ -1,0 +1,440 @@
+/* stream/encode.c — the encoder: record descriptions in, framed and
+ * chained bytes out. Each record is serialised straight into the caller's
+ * fbuf, then checked with the decoder's own parser and grammar before its
+ * trailer is added; a record that fails leaves out and the encoder as they
+ * were. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct stream_encoder {
+	unsigned flags;
+	uint8_t chain[FERRY_HASH_LEN]; /* S(i-1) */
+	uint64_t index;
+	uint64_t offset;
+	/* bookkeeping for END and PACKAGE_END, kept even when unchecked */
+	uint64_t begin_index;
+	uint64_t nsub;
+	int in_pkg;
+	int done;
+	struct stream_grammar g;
+	struct fbuf aux;
+};
+
+int stream_encoder_new(struct stream_encoder **out, unsigned flags)
+{
+	struct stream_encoder *e;
+
+	if (flags & ~(unsigned)STREAM_ENC_UNCHECKED)
+		return ferry_err(FERR_INVAL, "stream encoder: unknown flags 0x%x", flags);
+	if (!(e = calloc(1, sizeof(*e))))
+		return ferry_err(FERR_NOMEM, "stream encoder: out of memory");
+	e->flags = flags;
+	stream_chain_iv(e->chain);
+	stream_grammar_init(&e->g);
+	fbuf_init(&e->aux, AUX_MAX);
+	*out = e;
+	return 0;
+}
+
+void stream_encoder_free(struct stream_encoder *e)
+{
+	if (!e)
+		return;
+	fbuf_release(&e->aux);
+	free(e);
+}
+
+uint64_t stream_encoder_records(const struct stream_encoder *e)
+{
+	return e->index;
+}
+
+void stream_encoder_chain(const struct stream_encoder *e, uint8_t out[FERRY_HASH_LEN])
+{
+	memcpy(out, e->chain, FERRY_HASH_LEN);
+}
+
+int stream_encoder_done(const struct stream_encoder *e)
+{
+	return e->done;
+}
+
+static int checked(const struct stream_encoder *e)
+{
+	return !(e->flags & STREAM_ENC_UNCHECKED);
+}
+
+/* Starts a record: room for the header, filled in by finish(). */
+static int start(struct fbuf *out, size_t *at)
+{
+	static const uint8_t zero[STREAM_HDR_LEN];
+
+	*at = out->len;
+	return fbuf_append(out, zero, sizeof(zero));
+}
+
+static void rollback(struct fbuf *out, size_t at)
+{
+	out->len = at;
+	if (out->data)
+		out->data[at] = '\0';
+}
+
+/* Completes the record begun at out->data + at: header, checks, trailer,
+ * then commits the encoder state. */
+static int finish(struct stream_encoder *e, uint16_t type, uint16_t hflags, struct fbuf *out,
+		  size_t at)
+{
+	struct vctx c = {.index = e->index, .type = type, .bad = FERR_INVAL};
+	struct stream_grammar g = e->g;
+	struct stream_record rec;
+	struct hash_state hs;
+	uint8_t s[FERRY_HASH_LEN];
+	size_t len = out->len - at - STREAM_HDR_LEN;
+	uint8_t *hdr;
+	int r, skip = 0;
+
+	if (len > UINT32_MAX) {
+		r = vfail(&c, FERR_LIMIT, "payload length %zu does not fit the header", len);
+		goto out;
+	}
+	hdr = out->data + at;
+	put_le16(hdr, type);
+	put_le16(hdr + 2, hflags);
+	put_le32(hdr + 4, (uint32_t)len);
+	if (checked(e)) {
+		if ((r = stream_check_header(&c, type, hflags, (uint32_t)len, &skip)) < 0)
+			goto out;
+		if (!skip) {
+			if ((r = stream_parse(&c, hdr + STREAM_HDR_LEN, (uint32_t)len, 0, &e->aux,
+					      &rec)) < 0)
+				goto out;
+			if ((r = stream_grammar_step(&g, &c, &rec)) < 0)
+				goto out;
+		}
+	}
+	if ((r = fbuf_reserve(out, STREAM_TRAILER_LEN)) < 0)
+		goto out;
+	hdr = out->data + at; /* reserve may have moved the buffer */
+	hash_init(&hs);
+	hash_update(&hs, e->chain, FERRY_HASH_LEN);
+	hash_update(&hs, hdr, STREAM_HDR_LEN + len);
+	hash_final(&hs, s);
+	if ((r = fbuf_append(out, s, STREAM_TRAILER_LEN)) < 0)
+		goto out;
+
+	e->g = g;
+	memcpy(e->chain, s, FERRY_HASH_LEN);
+	switch (type) {
+	case STREAM_BEGIN:
+		e->begin_index = e->index;
+		break;
+	case STREAM_END:
+		if (e->in_pkg)
+			e->nsub++;
+		else
+			e->done = 1;
+		break;
+	case STREAM_PACKAGE:
+		e->in_pkg = 1;
+		e->nsub = 0;
+		break;
+	case STREAM_PACKAGE_END:
+		e->done = 1;
+		break;
+	}
+	e->index++;
+	e->offset += STREAM_HDR_LEN + len + STREAM_TRAILER_LEN;
+	return 0;
+out:
+	rollback(out, at);
+	return r;
+}
+
+static const char *str_or_empty(const char *s)
+{
+	return s ? s : "";
+}
+
+/* Appends a length-prefixed-elsewhere string; the caller wrote its length. */
+static int put_bytes(struct fbuf *out, const char *s, size_t n)
+{
+	return fbuf_append(out, s, n);
+}
+
+static int len_field(const struct stream_encoder *e, const char *what, size_t n, size_t max)
+{
+	if (n > max)
+		return ferry_err(FERR_LIMIT, "record %" PRIu64 ": %s length %zu exceeds the "
+				 "field's maximum %zu", e->index, what, n, max);
+	return 0;
+}
+
+static int put_props(const struct stream_encoder *e, struct fbuf *out,
+		     const struct stream_prop *props, size_t n)
+{
+	int r;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *name = str_or_empty(props[i].name);
+		const char *value = str_or_empty(props[i].value);
+		size_t nl = strlen(name), vl = strlen(value);
+
+		if ((r = len_field(e, "property name", nl, UINT8_MAX)) < 0 ||
+		    (r = len_field(e, "property value", vl, UINT16_MAX)) < 0 ||
+		    (r = fbuf_putc(out, (uint8_t)nl)) < 0 ||
+		    (r = fbuf_putc(out, props[i].source)) < 0 ||
+		    (r = fbuf_put_le16(out, (uint16_t)vl)) < 0 ||
+		    (r = put_bytes(out, name, nl)) < 0 || (r = put_bytes(out, value, vl)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+static uint16_t version_of(const struct stream_encoder *e, uint16_t v)
+{
+	/* Unchecked encoders may write another version, for test vectors. */
+	return (!checked(e) && v) ? v : STREAM_VERSION;
+}
+
+int stream_encode_begin(struct stream_encoder *e, const struct stream_begin *b,
+			struct fbuf *out)
+{
+	const char *ds = str_or_empty(b->dataset), *snap = str_or_empty(b->snapshot);
+	size_t dl = strlen(ds), sl = strlen(snap), at = out->len;
+	int r;
+
+	if (checked(e) && (b->features_opt || b->features_req))
+		return ferry_err(FERR_INVAL, "record %" PRIu64 " (BEGIN): this encoder writes "
+				 "no feature bits", e->index);
+	if ((r = len_field(e, "dataset name", dl, UINT16_MAX)) < 0 ||
+	    (r = len_field(e, "snapshot name", sl, UINT16_MAX)) < 0 ||
+	    (r = len_field(e, "property count", b->nprops, UINT32_MAX)) < 0)
+		return r;
+	if ((r = start(out, &at)) < 0 ||
+	    (r = fbuf_append(out, BEGIN_MAGIC, 8)) < 0 ||
+	    (r = fbuf_put_le16(out, version_of(e, b->version))) < 0 ||
+	    (r = fbuf_put_le16(out, 0)) < 0 ||
+	    (r = fbuf_put_le32(out, b->flags)) < 0 ||
+	    (r = fbuf_put_le64(out, b->features_req)) < 0 ||
+	    (r = fbuf_put_le64(out, b->features_opt)) < 0 ||
+	    (r = fbuf_putc(out, b->ds_type)) < 0 ||
+	    (r = fbuf_putc(out, b->root_type)) < 0 ||
+	    (r = fbuf_put_le16(out, 0)) < 0 ||
+	    (r = fbuf_put_le32(out, (uint32_t)b->nprops)) < 0 ||
+	    (r = fbuf_put_le64(out, b->to_guid)) < 0 ||
+	    (r = fbuf_put_le64(out, b->from_guid)) < 0 ||
+	    (r = fbuf_put_le64(out, b->creation_ns)) < 0 ||
+	    (r = fbuf_put_le64(out, b->creation_txg)) < 0 ||
+	    (r = fbuf_put_le64(out, b->resume_pos)) < 0 ||
+	    (r = fbuf_append(out, b->root_hash, FERRY_HASH_LEN)) < 0 ||
+	    (r = fbuf_put_le16(out, (uint16_t)dl)) < 0 ||
+	    (r = fbuf_put_le16(out, (uint16_t)sl)) < 0 ||
+	    (r = fbuf_put_le32(out, 0)) < 0 ||
+	    (r = put_bytes(out, ds, dl)) < 0 || (r = put_bytes(out, snap, sl)) < 0 ||
+	    (r = put_props(e, out, b->props, b->nprops)) < 0)
+		goto out;
+	return finish(e, STREAM_BEGIN, 0, out, at);
+out:
+	rollback(out, at);
+	return r;
+}
+
+int stream_encode_node(struct stream_encoder *e, uint8_t type, const void *data, size_t len,
+		       struct fbuf *out)
+{
+	uint8_t h[FERRY_HASH_LEN], pad[3] = {0, 0, 0};
+	struct hash_state hs;
+	size_t at = out->len;
+	int r;
+
+	if (checked(e) && len > STREAM_NODE_MAX)
+		return ferry_err(FERR_LIMIT, "record %" PRIu64 " (NODE): %zu node bytes exceed "
+				 "maximum %u", e->index, len, STREAM_NODE_MAX);
+	hash_init(&hs);
+	hash_update(&hs, &type, 1);
+	hash_update(&hs, data, len);
+	hash_final(&hs, h);
+	if ((r = start(out, &at)) < 0 || (r = fbuf_putc(out, type)) < 0 ||
+	    (r = fbuf_append(out, pad, sizeof(pad))) < 0 ||
+	    (r = fbuf_append(out, h, sizeof(h))) < 0 || (r = fbuf_append(out, data, len)) < 0)
+		goto out;
+	return finish(e, STREAM_NODE, 0, out, at);
+out:
+	rollback(out, at);
+	return r;
+}
+
+int stream_encode_write(struct stream_encoder *e, const struct stream_write *w, struct fbuf *out)
+{
+	size_t at = out->len;
+	int r;
+
+	if (checked(e) && w->psize > STREAM_BLOCK_MAX)
+		return ferry_err(FERR_LIMIT, "record %" PRIu64 " (WRITE): psize %" PRIu32
+				 " exceeds maximum %u", e->index, w->psize, STREAM_BLOCK_MAX);
+	if ((r = start(out, &at)) < 0 || (r = fbuf_append(out, w->hash, FERRY_HASH_LEN)) < 0 ||
+	    (r = fbuf_put_le32(out, w->lsize)) < 0 || (r = fbuf_putc(out, w->codec)) < 0 ||
+	    (r = fbuf_putc(out, w->level)) < 0 || (r = fbuf_put_le16(out, 0)) < 0 ||
+	    (r = fbuf_put_le32(out, w->psize)) < 0 || (r = fbuf_put_le32(out, 0)) < 0 ||
+	    (r = fbuf_append(out, w->data, w->psize)) < 0)
+		goto out;
+	return finish(e, STREAM_WRITE, 0, out, at);
+out:
+	rollback(out, at);
+	return r;
+}
+
+int stream_encode_byref(struct stream_encoder *e, const uint8_t hash[FERRY_HASH_LEN],
+			uint32_t lsize, struct fbuf *out)
+{
+	size_t at = out->len;
+	int r;
+
+	if ((r = start(out, &at)) < 0 || (r = fbuf_append(out, hash, FERRY_HASH_LEN)) < 0 ||
+	    (r = fbuf_put_le32(out, lsize)) < 0 || (r = fbuf_put_le32(out, 0)) < 0)
+		goto out;
+	return finish(e, STREAM_WRITE_BYREF, 0, out, at);
+out:
+	rollback(out, at);
+	return r;
+}
+
+int stream_encode_end(struct stream_encoder *e, struct fbuf *out)
+{
+	size_t at = out->len;
+	int r;
+
+	if ((r = start(out, &at)) < 0 ||
+	    (r = fbuf_put_le64(out, e->index - e->begin_index)) < 0 ||
+	    (r = fbuf_append(out, e->chain, FERRY_HASH_LEN)) < 0)
+		goto out;
+	return finish(e, STREAM_END, 0, out, at);
+out:
+	rollback(out, at);
+	return r;
+}
+
+int stream_encode_package(struct stream_encoder *e, const struct stream_package *p,
+			  struct fbuf *out)
+{
+	const char *top = str_or_empty(p->top), *to = str_or_empty(p->to_snap);
+	const char *from = str_or_empty(p->from_snap);
+	size_t tl = strlen(top), sl = strlen(to), fl = strlen(from), at = out->len;
+	int r;
+
+	if (checked(e) && (p->features_opt || p->features_req))
+		return ferry_err(FERR_INVAL, "record %" PRIu64 " (PACKAGE): this encoder writes "
+				 "no feature bits", e->index);
+	if ((r = len_field(e, "top name", tl, UINT16_MAX)) < 0 ||
+	    (r = len_field(e, "to snapshot name", sl, UINT8_MAX)) < 0 ||
+	    (r = len_field(e, "from snapshot name", fl, UINT8_MAX)) < 0)
+		return r;
+	if ((r = start(out, &at)) < 0 || (r = fbuf_append(out, PACKAGE_MAGIC, 8)) < 0 ||
+	    (r = fbuf_put_le16(out, version_of(e, p->version))) < 0 ||
+	    (r = fbuf_put_le16(out, 0)) < 0 || (r = fbuf_put_le32(out, p->flags)) < 0 ||
+	    (r = fbuf_put_le64(out, p->features_req)) < 0 ||
+	    (r = fbuf_put_le64(out, p->features_opt)) < 0 ||
+	    (r = fbuf_put_le32(out, p->ndatasets)) < 0 ||
+	    (r = fbuf_put_le16(out, (uint16_t)tl)) < 0 || (r = fbuf_putc(out, (uint8_t)sl)) < 0 ||
+	    (r = fbuf_putc(out, (uint8_t)fl)) < 0 || (r = put_bytes(out, top, tl)) < 0 ||
+	    (r = put_bytes(out, to, sl)) < 0 || (r = put_bytes(out, from, fl)) < 0)
+		goto out;
+	return finish(e, STREAM_PACKAGE, 0, out, at);
+out:
+	rollback(out, at);
+	return r;
+}
+
+int stream_encode_dataset(struct stream_encoder *e, const struct stream_dataset *d,
+			  struct fbuf *out)
+{
+	const char *name = str_or_empty(d->name);
+	size_t nl = strlen(name), at = out->len;
+	int r;
+
+	if ((r = len_field(e, "dataset name", nl, UINT16_MAX)) < 0 ||
+	    (r = len_field(e, "property count", d->nprops, UINT32_MAX)) < 0 ||
+	    (r = len_field(e, "snapshot count", d->nsnaps, UINT32_MAX)) < 0)
+		return r;
+	if ((r = start(out, &at)) < 0 || (r = fbuf_put_le64(out, d->guid)) < 0 ||
+	    (r = fbuf_put_le16(out, (uint16_t)nl)) < 0 || (r = fbuf_putc(out, d->ds_type)) < 0 ||
+	    (r = fbuf_putc(out, 0)) < 0 || (r = fbuf_put_le32(out, (uint32_t)d->nprops)) < 0 ||
+	    (r = fbuf_put_le32(out, (uint32_t)d->nsnaps)) < 0 || (r = fbuf_put_le32(out, 0)) < 0 ||
+	    (r = put_bytes(out, name, nl)) < 0 || (r = put_props(e, out, d->props, d->nprops)) < 0)
+		goto out;
+	for (size_t i = 0; i < d->nsnaps; i++) {
+		const char *sn = str_or_empty(d->snaps[i].name);
+		size_t sl = strlen(sn);
+
+		if ((r = len_field(e, "snapshot name", sl, UINT8_MAX)) < 0 ||
+		    (r = fbuf_put_le64(out, d->snaps[i].guid)) < 0 ||
+		    (r = fbuf_put_le64(out, d->snaps[i].txg)) < 0 ||
+		    (r = fbuf_put_le64(out, d->snaps[i].creation_ns)) < 0 ||
+		    (r = fbuf_putc(out, (uint8_t)sl)) < 0 || (r = put_bytes(out, sn, sl)) < 0)
+			goto out;
+	}
+	return finish(e, STREAM_DATASET, 0, out, at);
+out:
+	rollback(out, at);
+	return r;
+}
+
+int stream_encode_package_end(struct stream_encoder *e, struct fbuf *out)
+{
+	size_t at = out->len;
+	int r;
+
+	if ((r = start(out, &at)) < 0 || (r = fbuf_put_le64(out, e->index)) < 0 ||
+	    (r = fbuf_put_le64(out, e->nsub)) < 0 ||
+	    (r = fbuf_append(out, e->chain, FERRY_HASH_LEN)) < 0)
+		goto out;
+	return finish(e, STREAM_PACKAGE_END, 0, out, at);
+out:
+	rollback(out, at);
+	return r;
+}
+
+int stream_encode_record(struct stream_encoder *e, const struct stream_record *rec,
+			 struct fbuf *out)
+{
+	switch (rec->type) {
+	case STREAM_BEGIN:
+		return stream_encode_begin(e, &rec->begin, out);
+	case STREAM_END:
+		return stream_encode_end(e, out);
+	case STREAM_NODE:
+		return stream_encode_node(e, rec->node.type, rec->node.data, rec->node.len, out);
+	case STREAM_WRITE:
+		return stream_encode_write(e, &rec->write, out);
+	case STREAM_WRITE_BYREF:
+		return stream_encode_byref(e, rec->byref.hash, rec->byref.lsize, out);
+	case STREAM_PACKAGE:
+		return stream_encode_package(e, &rec->package, out);
+	case STREAM_DATASET:
+		return stream_encode_dataset(e, &rec->dataset, out);
+	case STREAM_PACKAGE_END:
+		return stream_encode_package_end(e, out);
+	}
+	return ferry_err(FERR_INVAL, "record %" PRIu64 ": cannot encode record type %u",
+			 e->index, (unsigned)rec->type);
+}
+
+int stream_encode_raw(struct stream_encoder *e, uint16_t type, uint16_t flags,
+		      const void *payload, size_t len, struct fbuf *out)
+{
+	size_t at = out->len;
+	int r;
+
+	if (checked(e))
+		return ferry_err(FERR_INVAL, "stream_encode_raw needs an unchecked encoder");
+	if ((r = start(out, &at)) < 0 || (r = fbuf_append(out, payload, len)) < 0)
+		goto out;
+	return finish(e, type, flags, out, at);
+out:
+	rollback(out, at);
+	return r;
+}
