@@ -1,0 +1,10 @@
+#!/bin/sh
+# Corruption of a full stream, in the manner of OpenZFS's mess_send_file:
+# 200 random single-bit flips and 50 random truncations are all refused,
+# and the target is unchanged (catalogue listing after each case, restored
+# data at the end).
+. "$(dirname "$0")/corrupt.sh"
+corrupt_setup
+ferry send -c tank/fs@a >"$T/stream"
+corrupt_run "$T/stream" bk/full "full stream" 42
+done_testing

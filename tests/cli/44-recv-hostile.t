@@ -1,0 +1,46 @@
+#!/bin/sh
+# Hostile streams built with the stream encoder (tests/tools/mkhostile):
+# '..', '.', '/', NUL and empty names, duplicate and unsorted names,
+# entries under non-directories, dangling and duplicate objects, orphans,
+# wrong sizes, absurd counts, a root inside the tree, a NODE over the
+# maximum, an unknown required feature: each is refused with one line, the
+# pool is unchanged and nothing is written outside it. A valid stream with
+# symlinks pointing out restores inside its target only.
+. "$(dirname "$0")/lib.sh"
+mkdir -p "$T/p" "$T/h" "$T/outside"
+"$FERRY_TOOLS/mkhostile" "$T/h" || { not_ok "mkhostile"; done_testing; exit 1; }
+ferry pool create -o compression=gzip-7 bk "$T/p/bk"
+state() { ferry list -H -p -t all -o name,guid,used -r bk; ferry pool status bk | sed -n '/CODEC/,$p'; }
+before=$(state)
+snapshot_tree() { # everything outside the pool, but the test's own out/err files
+	(cd "$T" && find . -path ./p -prune -o -path ./h -prune -o ! -name out ! -name err -print | sort)
+}
+tree_before=$(snapshot_tree)
+n=0
+for f in "$T"/h/*.stream; do
+	name=$(basename "$f" .stream)
+	case $name in ok|escape) continue ;; esac
+	n=$((n + 1))
+	refused 1 "cannot receive into 'bk/$name': " "hostile '$name' is refused" \
+		"$FERRY" recv "bk/$name" <"$f"
+	diag "$(cat "$T/err")"
+	run "$FERRY" recv -n "bk/$name" <"$f"
+	is "$rc" 1 "hostile '$name' is refused by a dry run too"
+done
+[ "$n" -ge 20 ] && ok "$n hostile cases" || not_ok "only $n hostile cases"
+is "$(state)" "$before" "the pool is unchanged after every hostile stream"
+is "$(snapshot_tree)" "$tree_before" "nothing was written outside the pool"
+
+run "$FERRY" recv bk/ok <"$T/h/ok.stream"
+is "$rc" 0 "the valid stream built the same way is received"
+ferry restore bk/ok@s "$T/restored-ok"
+is "$(cat "$T/restored-ok/a")" "hello" "and restores"
+
+run "$FERRY" recv bk/escape <"$T/h/escape.stream"
+is "$rc" 0 "a stream with symlinks pointing out of the tree is received"
+ferry restore bk/escape@s "$T/outside/r"
+is "$(readlink "$T/outside/r/abs")" "/tmp" "the absolute symlink is restored as a symlink"
+is "$(readlink "$T/outside/r/up")" "../../../../../../.." "the upward symlink is restored as a symlink"
+is "$(ls "$T/outside")" "r" "restore wrote nothing beside its target"
+is "$(cat "$T/outside/r/file")" "hello" "the file beside them is intact"
+done_testing
