@@ -45,9 +45,9 @@ like "$(cat "$T/out")" "files read 1, files reused 9999," "same size and mtime b
 run ferry restore tank/fs@four "$T/r4"
 run "$TREECMP" --no-root "$S" "$T/r4"
 is "$rc" 0 "incremental snapshot restores identically"
-run ferry restore tank/fs@one "$T/r1"
+run ferry restore --file d00 tank/fs@one "$T/r1"
 is "$(cat "$T/r1/d00/f00")" "file 0/0 some content that is the same everywhere" "the first snapshot still holds the old content"
-is "$(find "$T/r1" -type f | wc -l)" 10000 "first snapshot complete"
+is "$(find "$T/r1" -type f | wc -l)" 100 "restore --file of a directory restores its 100 files"
 
 # diff on the Merkle trees
 run ferry diff tank/fs@one tank/fs@two
