@@ -82,8 +82,8 @@ int pack_lock(struct store_pool *p, int exclusive, int *fd)
 		int e = errno;
 		close(f);
 		if (e == EWOULDBLOCK)
-			return ferry_err(FERR_BUSY, "pool '%s' has a capture or receive running",
-					 p->name);
+			return ferry_err(FERR_BUSY, "pool '%s' is in use (a snapshot, receive, "
+					 "restore or send is running); try again when it ends", p->name);
 		return ferry_err_errno(e, "cannot lock '%s'", path);
 	}
 	*fd = f;
@@ -578,6 +578,55 @@ static int sync_packs(struct store_writer *w)
 			return r;
 	}
 	return 0;
+}
+
+int writer_persist(struct store_writer *w)
+{
+	struct store_pool *p = w->p;
+	sqlite3_stmt *st = NULL;
+	int r;
+	if ((r = sync_packs(w)) < 0)
+		return r;
+	batch_end(w, 1);
+	if ((r = store_tx_begin(p)) < 0)
+		return r;
+	if ((r = cat_prepare(p, "INSERT OR REPLACE INTO packs(id, name, size) VALUES("
+			       "(SELECT id FROM packs WHERE name = ?1), ?1, ?2)", &st)) < 0)
+		goto fail;
+	for (size_t i = 0; i < w->npacks; i++) {
+		struct stat sb;
+		if (fstat(w->packs[i].fd, &sb) != 0) {
+			r = ferry_err_errno(errno, "cannot stat pack '%s'", w->packs[i].name);
+			goto fail;
+		}
+		sqlite3_reset(st);
+		sqlite3_bind_text(st, 1, w->packs[i].name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, (int64_t)sb.st_size);
+		if (sqlite3_step(st) != SQLITE_DONE) {
+			r = cat_err(p, "recording a pack");
+			goto fail;
+		}
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if ((r = cat_exec(p, "INSERT OR IGNORE INTO main.blocks(hash, codec, level, pack_id, offset,"
+			     " psize, lsize) SELECT n.hash, n.codec, n.level,"
+			     " (SELECT id FROM main.packs WHERE name = n.pack), n.offset, n.psize,"
+			     " n.lsize FROM temp.w_new n")) < 0)
+		goto fail;
+	return store_tx_commit(p);
+fail:
+	sqlite3_finalize(st);
+	store_tx_rollback(p);
+	return r;
+}
+
+void writer_forget(struct store_writer *w)
+{
+	batch_end(w, 0);
+	if (cat_exec(w->p, "DELETE FROM temp.w_new; DELETE FROM temp.w_nodes;"
+			   " DELETE FROM temp.w_refs;") < 0) { /* rows are harmless duplicates */ }
+	close_packs(w);
 }
 
 int store_writer_commit_snapshot(struct store_writer *w, const struct store_ds *ds,

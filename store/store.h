@@ -387,7 +387,10 @@ int store_block_prepare_encoded(struct codec_spec c, const void *payload, size_t
  * snapshot being built. Nothing it writes is visible in the catalogue until
  * store_writer_commit_snapshot; pack data is fsynced before that commit.
  * A writer holds the pool's gc lock shared, so `ferry gc` waits for it.
- * One writer per concurrent capture/receive; not thread-safe itself. */
+ * One writer per concurrent capture/receive, and at most one writer at a
+ * time per open pool handle (its pending rows live in TEMP tables of that
+ * handle's connection): concurrent writers each open the pool. Not
+ * thread-safe itself. */
 struct store_writer;
 int store_writer_new(struct store_pool *p, struct store_writer **out) FERRY_WUR;
 /* Drops everything uncommitted (pack bytes written become garbage for gc). */
@@ -593,5 +596,26 @@ int store_pnodes_has_node(struct store_pnodes *n, const uint8_t hash[FERRY_HASH_
 /* 1 with *lsize (may be NULL) when the writer or the pool has block hash. */
 int store_pnodes_has_block(struct store_pnodes *n, const uint8_t hash[FERRY_HASH_LEN],
 			   uint32_t *lsize) FERRY_WUR;
+
+/* Partial receives (recv -s): an interrupted receive into dataset ds (full
+ * name) keeps its packs, blocks, nodes and object set in the catalogue
+ * (gc keeps those blocks) until it is resumed or aborted. */
+struct store_partial {
+	char token[640];        /* the resume token text */
+	uint64_t to_guid, from_guid, pos;
+	int created;            /* 1: ds was created for this receive */
+};
+/* Saves w's uncommitted state (packs fsynced first) and objs under ds,
+ * replacing an earlier record of ds (its blocks and nodes are kept); then
+ * w starts afresh. */
+int store_partial_save(struct store_writer *w, struct store_pool *p, const char *ds,
+		       struct store_hset *objs, const struct store_partial *pt) FERRY_WUR;
+/* -FERR_NOENT when ds has no partial receive. */
+int store_partial_get(struct store_pool *p, const char *ds, struct store_partial *out) FERRY_WUR;
+/* Puts the saved nodes back into the open writer's pending nodes and the
+ * saved objects into objs. */
+int store_partial_load(struct store_pool *p, const char *ds, struct store_hset *objs) FERRY_WUR;
+/* Forgets ds's partial receive (its blocks become garbage for gc). */
+int store_partial_drop(struct store_pool *p, const char *ds) FERRY_WUR;
 
 #endif
