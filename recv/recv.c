@@ -46,6 +46,10 @@ struct pkgds {
 	size_t nsnaps;
 };
 
+struct rcv;
+static int save_partial(struct rcv *r, const struct stream_begin *b, const char *dsname,
+			int exists, int err);
+
 struct rcv {
 	struct store_pool *p;
 	const struct recv_opts *o;
@@ -61,7 +65,7 @@ struct rcv {
 	struct rjob *jobs;
 	unsigned njobs, inflight, next;
 	struct recv_stats st, tot;
-	uint64_t objs_n, reached;
+	uint64_t objs_n, reached, last_seq;
 	struct fbuf nb;
 	int dryrun;
 	/* package */
@@ -744,15 +748,12 @@ static int recv_sub(struct rcv *r, const struct stream_begin *b, const struct st
 	struct stream_record rec;
 	int rc, exists = 0, created = 0;
 	ssize_t rollback_to = -1;
-	int destroy_all = 0;
+	int destroy_all = 0, in_body = 0, partial = 0;
+	struct store_partial pt;
 	uint64_t t0 = ferry_now_ns(), bytes0 = stream_decoder_bytes(r->dec);
 	memset(&sl, 0, sizeof sl);
 	memset(&r->st, 0, sizeof r->st);
-	r->objs_n = r->reached = 0;
-	if (b->resume_pos) {
-		rc = ferry_err(FERR_UNSUPPORTED, "a resumed stream needs a partial receive (recv -s)");
-		goto out;
-	}
+	r->objs_n = r->reached = r->last_seq = 0;
 	if ((rc = map_name(r, b->dataset, dsname, sizeof dsname)) < 0)
 		goto out;
 	const char *at = strchr(r->target, '@');
@@ -837,6 +838,35 @@ static int recv_sub(struct rcv *r, const struct stream_begin *b, const struct st
 		goto out;
 	if ((rc = store_hset_new(r->p, 0, &r->objs)) < 0 || (rc = store_hset_new(r->p, 0, &r->seen)) < 0)
 		goto out;
+	/* a partial receive: only the stream that resumes it may come in */
+	rc = r->dryrun ? -FERR_NOENT : store_partial_get(r->p, dsname, &pt);
+	if (rc == 0) {
+		if (!b->resume_pos) {
+			rc = ferry_err(FERR_BUSY, "'%s' holds a partial receive: resume it (ferry send -t "
+				       "TOKEN, see receive_resume_token) or discard it (recv -A)", dsname);
+			goto out;
+		}
+		if (pt.to_guid != b->to_guid || pt.from_guid != b->from_guid || pt.pos != b->resume_pos) {
+			rc = ferry_err(FERR_INVAL, "the stream does not resume the partial receive of '%s' "
+				       "(it is at %llu)", dsname, (unsigned long long)pt.pos);
+			goto out;
+		}
+		if ((rc = store_partial_load(r->p, dsname, r->objs)) < 0 ||
+		    (rc = store_hset_count(r->objs, &r->objs_n)) < 0)
+			goto out;
+		partial = 1;
+	} else if (rc != -FERR_NOENT) {
+		goto out;
+	} else {
+		ferry_err_clear();
+		rc = 0;
+		if (b->resume_pos) {
+			rc = ferry_err(FERR_NOENT, "'%s' has no partial receive for this resumed stream",
+				       dsname);
+			goto out;
+		}
+	}
+	in_body = 1;
 
 	/* the body */
 	for (;;) {
@@ -868,6 +898,7 @@ static int recv_sub(struct rcv *r, const struct stream_begin *b, const struct st
 				goto out;
 			r->objs_n++;
 			r->st.nodes++;
+			r->last_seq = rec.seq;
 			continue;
 		}
 		if (rec.type == STREAM_WRITE || rec.type == STREAM_WRITE_BYREF) {
@@ -906,12 +937,14 @@ static int recv_sub(struct rcv *r, const struct stream_begin *b, const struct st
 			    (r->dry && (rc = store_hset_add(r->dry, key, sizeof key, (int)ls)) < 0))
 				goto out;
 			r->objs_n++;
+			r->last_seq = rec.seq;
 			continue;
 		}
 		rc = ferry_err(FERR_CORRUPT, "unexpected %s record in a snapshot's body",
 			       stream_type_name(rec.type));
 		goto out;
 	}
+	in_body = 0;
 	if ((rc = drain(r)) < 0)
 		goto out;
 	if (!b->from_guid || r->objs_n) {
@@ -984,6 +1017,8 @@ static int recv_sub(struct rcv *r, const struct stream_begin *b, const struct st
 						       b->creation_ns, NULL)) < 0)
 			goto out;
 		created = 0;
+		if (partial && (rc = store_partial_drop(r->p, dsname)) < 0)
+			goto out;
 		if ((rc = apply_props(r, &ds, props, nprops)) < 0)
 			goto out;
 	}
@@ -992,6 +1027,8 @@ static int recv_sub(struct rcv *r, const struct stream_begin *b, const struct st
 	if (r->o->done)
 		r->o->done(r->o->arg, full, &r->st);
 out:
+	if (rc < 0 && in_body && (r->o->flags & RECV_RESUMABLE) && !r->dryrun)
+		rc = save_partial(r, b, dsname, exists, rc);
 	if (rc < 0 && created) {
 		int save = rc;
 		char msg[512];
@@ -1018,6 +1055,65 @@ out:
 	for (size_t i = 0; i < sizeof r->st / sizeof(uint64_t); i++)
 		a[i] += s[i];
 	return rc;
+}
+
+/* recv -s: after err in the body, keeps what arrived whole (every record
+ * before the failure passed the chain) so `send -t` can continue. Returns
+ * err, with a detail that says how to resume. */
+static int save_partial(struct rcv *r, const struct stream_begin *b, const char *dsname,
+			int exists, int err)
+{
+	char msg[512];
+	struct store_partial pt;
+	struct stream_token t;
+	int rc;
+	snprintf(msg, sizeof msg, "%s", ferry_errmsg(err));
+	/* finish the blocks in flight; a block that fails its own check ends it */
+	while (r->inflight)
+		if (collect_one(r) < 0)
+			return ferry_err(-err, "%s", msg);
+	if (!r->last_seq)
+		return ferry_err(-err, "%s", msg);
+	memset(&pt, 0, sizeof pt);
+	memset(&t, 0, sizeof t);
+	t.flags = b->flags & (STREAM_F_COMPRESSED | STREAM_F_PROPS);
+	t.to_guid = b->to_guid;
+	t.from_guid = b->from_guid;
+	t.resume_pos = r->last_seq;
+	snprintf(t.dataset, sizeof t.dataset, "%s", b->dataset);
+	snprintf(t.snapshot, sizeof t.snapshot, "%s", b->snapshot);
+	if ((rc = stream_token_encode(&t, pt.token, sizeof pt.token)) < 0)
+		goto fail;
+	pt.to_guid = b->to_guid;
+	pt.from_guid = b->from_guid;
+	pt.pos = r->last_seq;
+	if (!exists) {
+		/* the partial state belongs to a dataset, as in zfs */
+		int type = b->ds_type == STREAM_DS_VOLUME ? STORE_DS_VOLUME : STORE_DS_FILESYSTEM;
+		if (type == STORE_DS_VOLUME) {
+			rc = ferry_err(FERR_UNSUPPORTED, "a partial receive of a new volume");
+			goto fail;
+		}
+		store_writer_pause(r->w);
+		if ((rc = store_ds_create(r->p, dsname, type, 1, r->o->set, r->o->nset)) < 0)
+			goto fail;
+		pt.created = 1;
+	} else {
+		struct store_partial old;
+		if (store_partial_get(r->p, dsname, &old) == 0)
+			pt.created = old.created;
+		ferry_err_clear();
+	}
+	if ((rc = store_partial_save(r->w, r->p, dsname, r->objs, &pt)) < 0)
+		goto fail;
+	return ferry_err(-err, "%s; the %llu records received are kept: resume with "
+			 "'ferry send -t TOKEN' (ferry get receive_resume_token %s)",
+			 msg, (unsigned long long)r->last_seq, dsname);
+fail:
+	snprintf(msg + strlen(msg), sizeof msg - strlen(msg),
+		 " (and the partial state could not be kept: %s)", ferry_errmsg(rc));
+	if (pt.created && !exists && store_ds_destroy(r->p, dsname, 0) < 0) { /* said below */ }
+	return ferry_err(-err, "%s", msg);
 }
 
 /* ---- packages ------------------------------------------------------------------------------------ */
@@ -1294,10 +1390,37 @@ out:
 
 int recv_abort(struct store_pool *p, const char *target)
 {
-	return ferry_err(FERR_NOENT, "'%s' has no partial receive", target);
+	struct store_partial pt;
+	struct store_ds ds;
+	struct store_snap sn;
+	int rc;
+	if ((rc = store_partial_get(p, target, &pt)) < 0)
+		return rc;
+	if ((rc = store_partial_drop(p, target)) < 0)
+		return rc;
+	if (!pt.created || store_ds_lookup(p, target, &ds) < 0) {
+		ferry_err_clear();
+		return 0;
+	}
+	/* the dataset was made for the partial receive: it goes too, unless
+	 * it has gained snapshots or children since */
+	rc = store_snap_newest(p, &ds, &sn);
+	if (rc == 0)
+		return 0;
+	ferry_err_clear();
+	if (store_ds_destroy(p, target, 0) < 0)
+		ferry_err_clear();
+	return 0;
 }
 
 int recv_resume_token(struct store_pool *p, const char *target, char *out, size_t n)
 {
-	return ferry_err(FERR_NOENT, "'%s' has no partial receive", target);
+	struct store_partial pt;
+	int rc;
+	if ((rc = store_partial_get(p, target, &pt)) < 0)
+		return rc;
+	if (strlen(pt.token) >= n)
+		return ferry_err(FERR_LIMIT, "resume token buffer too small");
+	memcpy(out, pt.token, strlen(pt.token) + 1);
+	return 0;
 }

@@ -103,7 +103,21 @@ static const char schema_snap[] =
 	"  snap_id INTEGER NOT NULL,"
 	"  block_id INTEGER NOT NULL,"
 	"  PRIMARY KEY(snap_id, block_id)) WITHOUT ROWID;"
-	"CREATE INDEX IF NOT EXISTS snap_blocks_block ON snap_blocks(block_id);";
+	"CREATE INDEX IF NOT EXISTS snap_blocks_block ON snap_blocks(block_id);"
+	/* partial receives (recv -s, store/xfer.c): what an interrupted
+	 * receive keeps until it is resumed or aborted; gc keeps its blocks */
+	"CREATE TABLE IF NOT EXISTS recv_partial("
+	"  ds TEXT PRIMARY KEY," /* full name of the receiving dataset */
+	"  token TEXT NOT NULL,"
+	"  to_guid INTEGER NOT NULL, from_guid INTEGER NOT NULL, pos INTEGER NOT NULL,"
+	"  created INTEGER NOT NULL);" /* 1: the dataset was made for it */
+	"CREATE TABLE IF NOT EXISTS recv_partial_blocks("
+	"  ds TEXT NOT NULL, block_id INTEGER NOT NULL, PRIMARY KEY(ds, block_id)) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS recv_partial_nodes("
+	"  ds TEXT NOT NULL, hash BLOB NOT NULL, type INTEGER NOT NULL, data BLOB NOT NULL,"
+	"  PRIMARY KEY(ds, hash)) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS recv_partial_objs("
+	"  ds TEXT NOT NULL, k BLOB NOT NULL, v INTEGER NOT NULL, PRIMARY KEY(ds, k)) WITHOUT ROWID;";
 
 int cat_schema_create(struct store_pool *p)
 {
@@ -117,7 +131,7 @@ int cat_schema_snap(struct store_pool *p)
 {
 	sqlite3_stmt *st = NULL;
 	int have = 0;
-	int r = cat_prepare(p, "SELECT count(*) FROM sqlite_master WHERE name = 'snap_blocks'", &st);
+	int r = cat_prepare(p, "SELECT count(*) FROM sqlite_master WHERE name = 'recv_partial'", &st);
 	if (r < 0)
 		return r;
 	if (sqlite3_step(st) == SQLITE_ROW)

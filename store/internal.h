@@ -79,6 +79,15 @@ void pack_path(const struct store_pool *p, const char *name, char *out, size_t n
  * returns its fd (O_RDWR|O_APPEND) and name (17 bytes with NUL). */
 int pack_create(struct store_pool *p, int *fd, char name[32]) FERRY_WUR;
 
+/* For a receive interrupted with recv -s (xfer.c): writer_persist fsyncs
+ * the writer's packs and, inside the caller's transaction (or its own),
+ * records them and the blocks written so far in main.packs/main.blocks
+ * (temp.w_new is kept, so the caller can name those blocks); then
+ * writer_forget drops the writer's pending rows and packs so nothing of
+ * them is committed again. */
+int writer_persist(struct store_writer *w) FERRY_WUR;
+void writer_forget(struct store_writer *w);
+
 /* Space figures of one snapshot id, from its block references. */
 /* Runs one statement with a single integer parameter. */
 int cat_exec_i64(struct store_pool *p, const char *sql, int64_t v) FERRY_WUR;

@@ -45,6 +45,7 @@ static const struct prop_def props_table[] = {
 	{"logicalused", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
 	{"logicalreferenced", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
 	{"name", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 0, NULL},
+	{"receive_resume_token", PK_RO, T_FS | T_VOL, SET_NO, 0, 0, NULL}, /* recv -s, xfer.c */
 };
 #define NPROPS (sizeof props_table / sizeof props_table[0])
 
@@ -247,6 +248,14 @@ static int readonly_value(struct store_pool *p, const struct store_ds *ds,
 		strftime(out->value, sizeof out->value, "%a %b %e %k:%M %Y", &tm);
 		out->numeric = 1;
 		return 0;
+	} else if (!strcmp(d->name, "receive_resume_token")) {
+		struct store_partial pt;
+		r = store_partial_get(p, ds->name, &pt);
+		if (r == -FERR_NOENT)
+			ferry_err_clear();
+		else if (r < 0)
+			return r;
+		snprintf(out->exact, sizeof out->exact, "%s", r == 0 ? pt.token : "-");
 	} else if (!strcmp(d->name, "guid")) {
 		snprintf(out->exact, sizeof out->exact, "%" PRIu64, ds->guid);
 		out->numeric = 1;

@@ -309,3 +309,141 @@ int store_pnodes_has_block(struct store_pnodes *n, const uint8_t hash[FERRY_HASH
 	}
 	return 0;
 }
+
+/* ---- partial receives (recv -s) ------------------------------------------------------ */
+
+static int exec_ds(struct store_pool *p, const char *sql, const char *ds, const char *what)
+{
+	sqlite3_stmt *st = NULL;
+	int r = cat_prepare(p, sql, &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, ds, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		r = cat_err(p, what);
+	sqlite3_finalize(st);
+	return r;
+}
+
+int store_partial_save(struct store_writer *w, struct store_pool *p, const char *ds,
+		       struct store_hset *objs, const struct store_partial *pt)
+{
+	sqlite3_stmt *st = NULL;
+	char sql[256];
+	int r;
+	store_writer_pause(w);
+	if ((r = store_tx_begin(p)) < 0)
+		return r;
+	if ((r = writer_persist(w)) < 0)
+		goto fail;
+	if ((r = exec_ds(p, "DELETE FROM recv_partial WHERE ds = ?1", ds, "saving a partial receive")) < 0 ||
+	    (r = exec_ds(p, "DELETE FROM recv_partial_objs WHERE ds = ?1", ds,
+			 "saving a partial receive")) < 0 ||
+	    (r = exec_ds(p, "INSERT OR IGNORE INTO recv_partial_blocks(ds, block_id) SELECT ?1, b.id"
+			    " FROM temp.w_new n JOIN main.blocks b ON b.hash = n.hash"
+			    " AND b.codec = n.codec AND b.level = n.level", ds,
+			 "saving a partial receive")) < 0 ||
+	    (r = exec_ds(p, "INSERT OR IGNORE INTO recv_partial_nodes(ds, hash, type, data)"
+			    " SELECT ?1, hash, type, data FROM temp.w_nodes", ds,
+			 "saving a partial receive")) < 0)
+		goto fail;
+	snprintf(sql, sizeof sql, "INSERT INTO recv_partial_objs(ds, k, v) SELECT ?1, k, v FROM %s",
+		 objs->table);
+	if ((r = exec_ds(p, sql, ds, "saving a partial receive")) < 0)
+		goto fail;
+	if ((r = cat_prepare(p, "INSERT INTO recv_partial(ds, token, to_guid, from_guid, pos, created)"
+			       " VALUES(?, ?, ?, ?, ?, ?)", &st)) < 0)
+		goto fail;
+	sqlite3_bind_text(st, 1, ds, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, pt->token, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (int64_t)pt->to_guid);
+	sqlite3_bind_int64(st, 4, (int64_t)pt->from_guid);
+	sqlite3_bind_int64(st, 5, (int64_t)pt->pos);
+	sqlite3_bind_int(st, 6, pt->created);
+	if (sqlite3_step(st) != SQLITE_DONE) {
+		r = cat_err(p, "saving a partial receive");
+		goto fail;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if ((r = store_tx_commit(p)) < 0)
+		return r;
+	writer_forget(w);
+	return 0;
+fail:
+	sqlite3_finalize(st);
+	store_tx_rollback(p);
+	return r;
+}
+
+static int partial_table(struct store_pool *p)
+{
+	sqlite3_stmt *st = NULL;
+	int r = cat_prepare(p, "SELECT 1 FROM sqlite_master WHERE name = 'recv_partial'", &st);
+	if (r < 0)
+		return r;
+	r = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return r;
+}
+
+int store_partial_get(struct store_pool *p, const char *ds, struct store_partial *out)
+{
+	sqlite3_stmt *st = NULL;
+	int r;
+	if ((r = partial_table(p)) <= 0)
+		return r < 0 ? r : ferry_err(FERR_NOENT, "'%s' has no partial receive", ds);
+	if ((r = cat_prepare(p, "SELECT token, to_guid, from_guid, pos, created FROM recv_partial"
+			       " WHERE ds = ?", &st)) < 0)
+		return r;
+	sqlite3_bind_text(st, 1, ds, -1, SQLITE_STATIC);
+	int s = sqlite3_step(st);
+	if (s == SQLITE_ROW) {
+		const char *t = (const char *)sqlite3_column_text(st, 0);
+		snprintf(out->token, sizeof out->token, "%s", t ? t : "");
+		out->to_guid = (uint64_t)sqlite3_column_int64(st, 1);
+		out->from_guid = (uint64_t)sqlite3_column_int64(st, 2);
+		out->pos = (uint64_t)sqlite3_column_int64(st, 3);
+		out->created = sqlite3_column_int(st, 4);
+		r = 0;
+	} else {
+		r = s == SQLITE_DONE ? ferry_err(FERR_NOENT, "'%s' has no partial receive", ds)
+				     : cat_err(p, "reading a partial receive");
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+int store_partial_load(struct store_pool *p, const char *ds, struct store_hset *objs)
+{
+	char sql[256];
+	int r;
+	if ((r = exec_ds(p, "INSERT OR IGNORE INTO temp.w_nodes(hash, type, data)"
+			    " SELECT hash, type, data FROM recv_partial_nodes WHERE ds = ?1", ds,
+			 "loading a partial receive")) < 0)
+		return r;
+	snprintf(sql, sizeof sql, "INSERT OR IGNORE INTO %s(k, v) SELECT k, v FROM recv_partial_objs"
+		 " WHERE ds = ?1", objs->table);
+	return exec_ds(p, sql, ds, "loading a partial receive");
+}
+
+int store_partial_drop(struct store_pool *p, const char *ds)
+{
+	int r;
+	if ((r = partial_table(p)) <= 0)
+		return r;
+	if ((r = store_tx_begin(p)) < 0)
+		return r;
+	static const char *const sqls[] = {
+		"DELETE FROM recv_partial WHERE ds = ?1",
+		"DELETE FROM recv_partial_blocks WHERE ds = ?1",
+		"DELETE FROM recv_partial_nodes WHERE ds = ?1",
+		"DELETE FROM recv_partial_objs WHERE ds = ?1",
+	};
+	for (size_t i = 0; i < sizeof sqls / sizeof sqls[0]; i++)
+		if ((r = exec_ds(p, sqls[i], ds, "dropping a partial receive")) < 0) {
+			store_tx_rollback(p);
+			return r;
+		}
+	return store_tx_commit(p);
+}

@@ -3,6 +3,7 @@
 # 200 random single-bit flips and 50 random truncations are all refused,
 # and the target is unchanged (catalogue listing after each case, restored
 # data at the end).
+# (45-recv-resume-full.t resumes from truncations with recv -s.)
 . "$(dirname "$0")/corrupt.sh"
 corrupt_setup
 ferry send -c tank/fs@a >"$T/stream"
