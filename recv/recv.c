@@ -992,17 +992,33 @@ static int recv_sub(struct rcv *r, const struct stream_begin *b, const struct st
 				rc = store_pnodes_read(r->pn, b->root_hash, &t, &rb);
 				if (rc == 0)
 					rc = node_root_decode(rb.data, rb.len, &kind, &e, &xa);
+				/* volsize: the sender's, else the image rounded up to
+				 * volblocksize (the sender's, else the default 16K) */
+				uint64_t vbs = 16384, vsz = 0;
+				const char *vbs_s = NULL;
+				for (size_t i = 0; i < nprops; i++) {
+					if (!strcmp(props[i].name, "volblocksize")) {
+						vbs_s = props[i].value;
+						vbs = strtoull(props[i].value, NULL, 10);
+					} else if (!strcmp(props[i].name, "volsize")) {
+						vsz = strtoull(props[i].value, NULL, 10);
+					}
+				}
+				if (vbs == 0 || vbs > ((uint64_t)1 << 20))
+					vbs = 16384;
+				if (rc == 0 && (vsz < e.size || vsz % vbs))
+					vsz = e.size / vbs * vbs + (e.size % vbs ? vbs : 0);
+				if (rc == 0 && vsz == 0)
+					vsz = vbs;
 				if (rc == 0)
-					snprintf(vs, sizeof vs, "%llu", (unsigned long long)e.size);
+					snprintf(vs, sizeof vs, "%llu", (unsigned long long)vsz);
 				free(xa);
 				fbuf_release(&rb);
 				if (rc < 0)
 					goto out;
 				cp[ncp++] = (struct store_propset){"volsize", vs};
-				for (size_t i = 0; i < nprops; i++)
-					if (!strcmp(props[i].name, "volblocksize"))
-						cp[ncp++] = (struct store_propset){"volblocksize",
-										   props[i].value};
+				if (vbs_s)
+					cp[ncp++] = (struct store_propset){"volblocksize", vbs_s};
 			}
 			if ((rc = store_ds_create(r->p, dsname, type, 1, cp, ncp)) < 0 ||
 			    (rc = store_ds_lookup(r->p, dsname, &ds)) < 0)

@@ -143,6 +143,14 @@ is "$rc" 0 "-n -v: dry run of a full stream"
 like "$(cat "$T/out")" "would receive bk5/fs@s0" "-n -v reports"
 is "$(ferry list -H -o name -r bk5 | tr '\n' ' ')" "bk5 " "-n committed nothing"
 is "$(ls "$T/p/bk5/packs" 2>/dev/null | wc -l)" 0 "-n wrote no pack"
+# a volume: its image comes back byte for byte, its volsize with -p
+head -c 1000000 /dev/urandom >"$T/img"; seq 1 100000 >>"$T/img"
+ferry create -V 4M tank/vol
+ferry snapshot --from "$T/img" tank/vol@v
+ferry send -p tank/vol@v | ferry recv bk/vol
+ferry restore bk/vol@v "$T/img.out"
+is "$(cmp "$T/img" "$T/img.out" >/dev/null 2>&1; echo $?)" 0 "a received volume restores its image"
+is "$(ferry get -H -o value volsize bk/vol)" "4M" "and keeps the sender's volsize (-p)"
 if command -v script >/dev/null 2>&1; then
 	script -qec "'$FERRY' send tank/fs@s0" /dev/null >"$T/tty.out" 2>&1
 	trc=$?
