@@ -29,14 +29,16 @@
 
 #include "internal.h"
 
-enum { JOB_DATA, JOB_HOLE, JOB_END };
+enum { JOB_DATA, JOB_HOLE, JOB_END, JOB_DIR_END };
 
 struct cfile;
+struct cdir;
 
 /* One record (or a hole, or a file's end) inside a job. */
 struct item {
 	int kind;
 	struct cfile *f;
+	struct cdir *d;      /* JOB_DIR_END */
 	size_t off, len;     /* of the record in the job's data */
 	uint64_t hole;
 	struct store_block blk;
@@ -83,7 +85,18 @@ struct centry {
 	struct cfile *file;
 };
 
+/* A directory whose entries are all scanned; its node is built when its
+ * JOB_DIR_END item is collected, i.e. after every block of its files, so
+ * the main thread goes on to the next directory without waiting. */
+struct cdir {
+	struct centry *ents;
+	size_t n;
+	uint8_t *out_type, *out_hash; /* the parent's entry for it */
+	struct cdir *prev, *next;     /* pending directories, freed on errors */
+};
+
 struct cap {
+	struct cdir *pending;
 	struct store_pool *p;
 	const struct store_ds *ds;
 	const struct store_capture_opts *o;
@@ -202,6 +215,8 @@ static int finish_file(struct cap *c, struct cfile *f)
 	return 0;
 }
 
+static int dir_finish(struct cap *c, struct cdir *d);
+
 static int collect_one(struct cap *c)
 {
 	void *jv;
@@ -232,6 +247,9 @@ static int collect_one(struct cap *c)
 			x.hole = 1;
 			x.len = it->hole;
 			r = node_bl_builder_add(&it->f->bl, &x);
+			break;
+		case JOB_DIR_END:
+			r = dir_finish(c, it->d);
 			break;
 		default:
 			r = finish_file(c, it->f);
@@ -573,8 +591,8 @@ static const struct node_entry *old_find(const struct node_dir *old, const char 
 	return NULL;
 }
 
-static int capture_dir(struct cap *c, int dirfd, const struct node_dir *old, int *type,
-		       uint8_t *hash);
+static int capture_dir(struct cap *c, int dirfd, const struct node_dir *old, uint8_t *out_type,
+		       uint8_t *out_hash);
 
 /* Captures a regular file name in dirfd into ce. Returns 1 when the entry
  * is to be skipped (warned). */
@@ -809,11 +827,8 @@ static int capture_entry(struct cap *c, int dirfd, const char *name, const struc
 			}
 			odp = &od;
 		}
-		if ((r = read_xattrs(c, fd, NULL, ce)) == 0) {
-			int t;
-			r = capture_dir(c, fd, odp, &t, ce->e.child);
-			ce->e.child_type = (uint8_t)t;
-		}
+		if ((r = read_xattrs(c, fd, NULL, ce)) == 0)
+			r = capture_dir(c, fd, odp, &ce->e.child_type, ce->e.child);
 		node_dir_release(&od);
 		close(fd);
 		return r;
@@ -858,67 +873,100 @@ static int capture_entry(struct cap *c, int dirfd, const char *name, const struc
 	}
 }
 
-static int capture_dir(struct cap *c, int dirfd, const struct node_dir *old, int *type,
-		       uint8_t *hash)
+static void cdir_free(struct cap *c, struct cdir *d)
 {
-	char **names = NULL;
-	size_t n = 0, nent = 0;
-	struct centry *ents = NULL;
+	for (size_t i = 0; i < d->n; i++)
+		centry_release(&d->ents[i]);
+	free(d->ents);
+	if (d->prev)
+		d->prev->next = d->next;
+	else
+		c->pending = d->next;
+	if (d->next)
+		d->next->prev = d->prev;
+	free(d);
+}
+
+static int dir_finish(struct cap *c, struct cdir *d)
+{
 	struct node_dir_builder b;
-	int r;
+	int r = 0, t;
 	node_dir_builder_init(&b, put_node, c);
-	if ((r = list_dir(dirfd, &names, &n)) < 0) {
-		char msg[300];
-		snprintf(msg, sizeof msg, "%s; recorded empty", ferry_errmsg(r));
-		ferry_err_clear();
-		warn(c, msg, 1);
-		r = 0;
-		goto build;
-	}
-	if (n && !(ents = calloc(n, sizeof *ents))) {
-		r = ferry_err(FERR_NOMEM, "capturing a directory");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		size_t saved;
-		saved = c->path.len;
-		if ((c->path.len && (r = fbuf_putc(&c->path, '/')) < 0) ||
-		    (r = fbuf_append(&c->path, names[i], strlen(names[i]))) < 0)
-			goto out;
-		r = capture_entry(c, dirfd, names[i], old, &ents[nent]);
-		c->path.len = saved;
-		if (r < 0)
-			goto out;
-		if (r == 1) {
-			centry_release(&ents[nent]);
-			r = 0;
-			continue;
-		}
-		nent++;
-	}
-	if ((r = drain(c)) < 0)
-		goto out;
-build:
-	for (size_t i = 0; i < nent; i++) {
-		struct centry *ce = &ents[i];
+	for (size_t i = 0; i < d->n && r == 0; i++) {
+		struct centry *ce = &d->ents[i];
 		if (ce->file) {
 			ce->e.child_type = (uint8_t)ce->file->type;
 			memcpy(ce->e.child, ce->file->hash, FERRY_HASH_LEN);
 		}
 		if (ce->e.ftype == NODE_F_REG && ce->e.size == 0)
 			ce->e.child_type = 0;
-		if ((r = node_dir_builder_add(&b, &ce->e)) < 0)
-			goto out;
+		r = node_dir_builder_add(&b, &ce->e);
 	}
-	r = node_dir_builder_finish(&b, type, hash);
+	if (r == 0 && (r = node_dir_builder_finish(&b, &t, d->out_hash)) == 0)
+		*d->out_type = (uint8_t)t;
+	node_dir_builder_release(&b);
+	cdir_free(c, d);
+	return r;
+}
+
+/* Scans directory dirfd into a pending directory whose node lands in
+ * *out_type / out_hash once its files are done (see dir_finish). */
+static int capture_dir(struct cap *c, int dirfd, const struct node_dir *old, uint8_t *out_type,
+		       uint8_t *out_hash)
+{
+	char **names = NULL;
+	size_t n = 0;
+	struct cdir *d = calloc(1, sizeof *d);
+	int r;
+	if (!d)
+		return ferry_err(FERR_NOMEM, "capturing a directory");
+	d->out_type = out_type;
+	d->out_hash = out_hash;
+	d->next = c->pending;
+	if (c->pending)
+		c->pending->prev = d;
+	c->pending = d;
+	if ((r = list_dir(dirfd, &names, &n)) < 0) {
+		char msg[300];
+		snprintf(msg, sizeof msg, "%s; recorded empty", ferry_errmsg(r));
+		ferry_err_clear();
+		warn(c, msg, 1);
+		r = 0;
+		n = 0;
+	}
+	if (n && !(d->ents = calloc(n, sizeof *d->ents))) {
+		r = ferry_err(FERR_NOMEM, "capturing a directory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t saved = c->path.len;
+		if ((c->path.len && (r = fbuf_putc(&c->path, '/')) < 0) ||
+		    (r = fbuf_append(&c->path, names[i], strlen(names[i]))) < 0)
+			goto out;
+		r = capture_entry(c, dirfd, names[i], old, &d->ents[d->n]);
+		c->path.len = saved;
+		if (r < 0)
+			goto out;
+		if (r == 1) {
+			centry_release(&d->ents[d->n]);
+			r = 0;
+			continue;
+		}
+		d->n++;
+	}
+	/* the node is built in order, after the blocks of its files */
+	struct job *j;
+	if ((r = cur_job(c, 0, &j)) < 0)
+		goto out;
+	struct item *it = &j->items[j->n++];
+	memset(it, 0, sizeof *it);
+	it->kind = JOB_DIR_END;
+	it->d = d;
 out:
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
-	for (size_t i = 0; ents && i < n; i++)
-		centry_release(&ents[i]);
-	free(ents);
-	node_dir_builder_release(&b);
+	/* on errors d stays on the pending list; store_capture frees it */
 	return r;
 }
 
@@ -960,7 +1008,7 @@ static int capture_tree(struct cap *c, const char *from, uint8_t *root)
 	struct centry ce;
 	struct fbuf rb;
 	struct stat sb;
-	int have = 0, kind = 0, r, fd = -1, t;
+	int have = 0, kind = 0, r, fd = -1;
 	memset(&od, 0, sizeof od);
 	memset(&ce, 0, sizeof ce);
 	fbuf_init(&rb, NODE_MAX);
@@ -980,9 +1028,9 @@ static int capture_tree(struct cap *c, const char *from, uint8_t *root)
 	ce.e.ftype = NODE_F_DIR;
 	if ((r = read_xattrs(c, fd, NULL, &ce)) < 0)
 		goto out;
-	if ((r = capture_dir(c, fd, have ? &od : NULL, &t, ce.e.child)) < 0)
+	if ((r = capture_dir(c, fd, have ? &od : NULL, &ce.e.child_type, ce.e.child)) < 0 ||
+	    (r = drain(c)) < 0)
 		goto out;
-	ce.e.child_type = (uint8_t)t;
 	if ((r = node_root_encode(&rb, NODE_ROOT_FILESYSTEM, &ce.e)) < 0)
 		goto out;
 	r = store_writer_put_node(c->w, NODE_EXT, rb.data, rb.len, root);
@@ -1160,6 +1208,8 @@ out:
 	workq_free(c.q);
 	if (c.cur)
 		job_put(&c, c.cur);
+	while (c.pending)
+		cdir_free(&c, c.pending);
 	while (c.free_jobs) {
 		struct job *j = c.free_jobs;
 		c.free_jobs = j->next;
