@@ -142,6 +142,14 @@ int codec_decode(struct codec_spec c, const void *src, size_t psize,
 	return ferry_err(FERR_UNSUPPORTED, "unknown codec %u", c.id);
 }
 
+int codec_decode_strict(struct codec_spec c, const void *src, size_t psize,
+			void *dst, size_t lsize)
+{
+	if (codec_valid(c) && c.id == CODEC_GZIP)
+		return codec_gzip_decode_zlib(src, psize, dst, lsize);
+	return codec_decode(c, src, psize, dst, lsize);
+}
+
 int codec_keeps(size_t psize, size_t lsize)
 {
 	return psize <= lsize - lsize / 8;

@@ -61,6 +61,13 @@ int codec_encode(struct codec_spec c, const void *src, size_t lsize,
 int codec_decode(struct codec_spec c, const void *src, size_t psize,
 		 void *dst, size_t lsize) FERRY_WUR;
 
+/* codec_decode without the gzip leniency: a gzip payload is decoded by zlib
+ * itself, so a block accepted here is one any zlib reader accepts. Used
+ * where a foreign payload is about to be stored as it is (recv keeping a
+ * block already encoded with the receiver's codec); slower for gzip. */
+int codec_decode_strict(struct codec_spec c, const void *src, size_t psize,
+			void *dst, size_t lsize) FERRY_WUR;
+
 enum block_form {
 	BLOCK_HOLE = 0,       /* all zero: nothing stored */
 	BLOCK_RAW = 1,        /* stored uncompressed (codec off) */
@@ -100,6 +107,8 @@ int codec_lz4_decode(const void *src, size_t psize, void *dst,
 size_t codec_gzip_bound(size_t lsize);
 int codec_gzip_encode(unsigned level, const void *src, size_t lsize, void *dst,
 		      size_t dst_cap, size_t *psize) FERRY_WUR;
+int codec_gzip_decode_zlib(const void *src, size_t psize, void *dst,
+			   size_t lsize) FERRY_WUR;
 int codec_gzip_decode(const void *src, size_t psize, void *dst,
 		      size_t lsize) FERRY_WUR;
 size_t codec_zle_bound(size_t lsize);

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <libdeflate.h>
+#include <limits.h>
+#include <zlib.h>
 
 #include "codec.h"
 
@@ -203,5 +205,34 @@ int codec_gzip_decode(const void *src, size_t psize, void *dst, size_t lsize)
 	r = 0;
 out:
 	libdeflate_free_decompressor(own);
+	return r;
+}
+
+int codec_gzip_decode_zlib(const void *src, size_t psize, void *dst, size_t lsize)
+{
+	z_stream z;
+	int zr, r = 0;
+	if (psize > UINT_MAX || lsize > UINT_MAX)
+		return ferry_err(FERR_CORRUPT, "gzip: block of %zu/%zu bytes is too large",
+				 psize, lsize);
+	memset(&z, 0, sizeof z);
+	if (inflateInit(&z) != Z_OK)
+		return ferry_err(FERR_NOMEM, "gzip: no memory for zlib");
+	z.next_in = (Bytef *)(uintptr_t)src;
+	z.avail_in = (uInt)psize;
+	z.next_out = dst;
+	z.avail_out = (uInt)lsize;
+	zr = inflate(&z, Z_FINISH);
+	if (zr != Z_STREAM_END)
+		r = ferry_err(FERR_CORRUPT, "gzip: %s",
+			      zr == Z_BUF_ERROR && z.avail_out == 0 ? "block decodes long"
+			      : zr == Z_BUF_ERROR ? "block decodes short"
+			      : z.msg ? z.msg : "malformed zlib stream");
+	else if (z.total_out != lsize)
+		r = ferry_err(FERR_CORRUPT, "gzip: block decodes short");
+	else if (z.avail_in != 0)
+		r = ferry_err(FERR_CORRUPT, "gzip: %u stray bytes after the zlib stream",
+			      z.avail_in);
+	inflateEnd(&z);
 	return r;
 }

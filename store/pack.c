@@ -170,7 +170,9 @@ int store_block_prepare_encoded(struct codec_spec c, const void *payload, size_t
 	} else {
 		if (!codec_valid(c))
 			return ferry_err(FERR_UNSUPPORTED, "unknown codec %u/%u", c.id, c.level);
-		if ((r = codec_decode(c, payload, psize, scratch, lsize)) < 0)
+		/* Strict: the payload is about to be kept as it is, so it must be
+		 * one any reader of its codec accepts, not just ours. */
+		if ((r = codec_decode_strict(c, payload, psize, scratch, lsize)) < 0)
 			return r;
 		hash_blake2b(h, scratch, lsize);
 	}

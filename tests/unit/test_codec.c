@@ -954,6 +954,44 @@ out:
 	return NULL;
 }
 
+/* codec_decode_strict decodes what codec_decode decodes from our own
+ * encoders, identically, and refuses what it refuses. */
+static void test_decode_strict(void **state)
+{
+	size_t lsize = 128 << 10;
+	uint8_t *src = malloc(lsize), *enc = malloc(codec_bound(lsize));
+	uint8_t *a = malloc(lsize), *b = malloc(lsize);
+	assert_non_null(src);
+	assert_non_null(enc);
+	assert_non_null(a);
+	assert_non_null(b);
+	for (size_t i = 0; i < lsize; i++)
+		src[i] = (uint8_t)("the quick brown fox "[i % 20] + (i / 4096) % 3);
+	for (unsigned lv = 1; lv <= 9; lv++) {
+		struct codec_spec c = {CODEC_GZIP, (uint8_t)lv};
+		size_t ps = 0;
+		assert_int_equal(codec_encode(c, src, lsize, enc, codec_bound(lsize), &ps), 0);
+		assert_int_equal(codec_decode(c, enc, ps, a, lsize), 0);
+		assert_int_equal(codec_decode_strict(c, enc, ps, b, lsize), 0);
+		assert_memory_equal(a, b, lsize);
+		assert_memory_equal(b, src, lsize);
+		/* truncated, one byte short of the length, and a flipped trailer */
+		assert_int_equal(codec_decode_strict(c, enc, ps - 1, b, lsize), -FERR_CORRUPT);
+		assert_int_equal(codec_decode_strict(c, enc, ps, b, lsize - 1), -FERR_CORRUPT);
+		enc[ps - 1] ^= 1;
+		assert_int_equal(codec_decode_strict(c, enc, ps, b, lsize), -FERR_CORRUPT);
+	}
+	struct codec_spec l4 = {CODEC_LZ4, 0};
+	size_t ps = 0;
+	assert_int_equal(codec_encode(l4, src, lsize, enc, codec_bound(lsize), &ps), 0);
+	assert_int_equal(codec_decode_strict(l4, enc, ps, b, lsize), 0);
+	assert_memory_equal(b, src, lsize);
+	free(src);
+	free(enc);
+	free(a);
+	free(b);
+}
+
 static void test_threads(void **state)
 {
 	struct worker w[8];
@@ -994,6 +1032,7 @@ int main(void)
 		cmocka_unit_test(test_corrupt_crafted),
 		cmocka_unit_test(test_zle_patterns),
 		cmocka_unit_test(test_bound),
+		cmocka_unit_test(test_decode_strict),
 		cmocka_unit_test(test_threads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
