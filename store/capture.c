@@ -40,6 +40,8 @@ struct item {
 	struct cfile *f;
 	struct cdir *d;      /* JOB_DIR_END */
 	size_t off, len;     /* of the record in the job's data */
+	uint64_t rec;        /* record index in the file */
+	int known;           /* same hash as the previous version's record */
 	uint64_t hole;
 	struct store_block blk;
 };
@@ -64,6 +66,12 @@ struct cfile {
 	int type;
 	uint8_t hash[FERRY_HASH_LEN];
 	struct link *link; /* hardlink map slot to fill when done */
+	/* the previous version's block hash per record (changed files): a
+	 * record that hashes the same is already stored and is not compressed
+	 * again; read-only while jobs run */
+	uint8_t (*old)[FERRY_HASH_LEN];
+	uint32_t *old_len;  /* 0: no block at that record */
+	uint64_t nold;
 };
 
 struct link {
@@ -125,6 +133,15 @@ static int job_fn(void *jv, void *ctx)
 		struct item *it = &j->items[i];
 		if (it->kind != JOB_DATA)
 			continue;
+		struct cfile *f = it->f;
+		it->known = 0;
+		if (f->old && it->rec < f->nold && f->old_len[it->rec] == it->len) {
+			hash_blake2b(it->blk.hash, j->data + it->off, it->len);
+			if (!memcmp(it->blk.hash, f->old[it->rec], FERRY_HASH_LEN)) {
+				it->known = 1;
+				continue;
+			}
+		}
 		int r = store_block_prepare(c->policy, j->data + it->off, it->len, j->scratch + it->off,
 					    it->len, &it->blk);
 		if (r < 0)
@@ -235,6 +252,16 @@ static int collect_one(struct cap *c)
 		memset(&x, 0, sizeof x);
 		switch (it->kind) {
 		case JOB_DATA:
+			if (it->known) {
+				/* unchanged record of a changed file: already in the pool */
+				if ((r = store_writer_ref(c->w, it->blk.hash)) < 0)
+					break;
+				c->st->blocks_total++;
+				x.len = it->len;
+				memcpy(x.hash, it->blk.hash, FERRY_HASH_LEN);
+				r = node_bl_builder_add(&it->f->bl, &x);
+				break;
+			}
 			if ((r = store_writer_put(c->w, &it->blk, &stored)) < 0)
 				break;
 			c->st->blocks_total += it->blk.form != BLOCK_HOLE;
@@ -366,6 +393,7 @@ static int read_data(struct cap *c, int fd, uint64_t size, struct cfile *f, uint
 		it->f = f;
 		it->off = j->used;
 		it->len = n;
+		it->rec = off / c->rs;
 		j->used += n;
 		c->st->bytes_read += n;
 		off += n;
@@ -511,6 +539,8 @@ static void centry_release(struct centry *ce)
 	free(ce->xabuf);
 	if (ce->file) {
 		node_bl_builder_release(&ce->file->bl);
+		free(ce->file->old);
+		free(ce->file->old_len);
 		free(ce->file);
 	}
 	memset(ce, 0, sizeof *ce);
@@ -594,6 +624,46 @@ static const struct node_entry *old_find(const struct node_dir *old, const char 
 static int capture_dir(struct cap *c, int dirfd, const struct node_dir *old, uint8_t *out_type,
 		       uint8_t *out_hash);
 
+struct oldrec {
+	struct cap *c;
+	struct cfile *f;
+};
+
+static int old_extent(void *arg, const struct node_extent *x, uint64_t off)
+{
+	struct oldrec *o = arg;
+	uint64_t rs = o->c->rs;
+	if (x->hole || off % rs || x->len > rs || off / rs >= o->f->nold)
+		return 0;
+	memcpy(o->f->old[off / rs], x->hash, FERRY_HASH_LEN);
+	o->f->old_len[off / rs] = (uint32_t)x->len;
+	return 0;
+}
+
+/* Loads the record hashes of the file's previous version (if it is not
+ * huge) so unchanged records of a changed file skip compression. */
+static int old_records(struct cap *c, struct cfile *f, const struct node_entry *oe)
+{
+	uint64_t n = (oe->size + c->rs - 1) / c->rs;
+	if (n == 0 || n > ((uint64_t)1 << 22))
+		return 0;
+	if (!(f->old = calloc((size_t)n, FERRY_HASH_LEN)) ||
+	    !(f->old_len = calloc((size_t)n, sizeof *f->old_len))) {
+		free(f->old);
+		f->old = NULL;
+		return ferry_err(FERR_NOMEM, "capturing a file");
+	}
+	f->nold = n;
+	struct oldrec o = {c, f};
+	int r = node_bl_walk(rd_node, c->rd, oe->child_type, oe->child, oe->size, old_extent, &o);
+	if (r < 0) {
+		/* an unreadable old version only costs the optimisation */
+		ferry_err_clear();
+		memset(f->old_len, 0, (size_t)n * sizeof *f->old_len);
+	}
+	return 0;
+}
+
 /* Captures a regular file name in dirfd into ce. Returns 1 when the entry
  * is to be skipped (warned). */
 static int capture_file(struct cap *c, int dirfd, const char *name, const struct stat *lsb,
@@ -670,6 +740,8 @@ static int capture_file(struct cap *c, int dirfd, const char *name, const struct
 	}
 	node_bl_builder_init(&f->bl, put_node, c, c->rs);
 	ce->file = f;
+	if (oe && oe->ftype == NODE_F_REG && oe->child_type && (r = old_records(c, f, oe)) < 0)
+		goto out;
 	uint64_t got = 0;
 	if ((r = read_data(c, fd, (uint64_t)sb.st_size, f, &got)) < 0) {
 		if (r == -FERR_IO) {
@@ -1050,7 +1122,7 @@ static int capture_volume(struct cap *c, const char *from, uint8_t *root)
 	struct stat sb;
 	struct cfile f;
 	uint64_t size, got = 0;
-	int r, fd;
+	int r = 0, fd;
 	memset(&ce, 0, sizeof ce);
 	memset(&f, 0, sizeof f);
 	fbuf_init(&rb, NODE_MAX);
@@ -1075,6 +1147,25 @@ static int capture_volume(struct cap *c, const char *from, uint8_t *root)
 		r = ferry_err(FERR_INVAL, "'%s' is not an image file or block device", from);
 		goto out;
 	}
+	{
+		/* the previous image's records: unchanged ones are not compressed again */
+		struct store_snap prev;
+		struct fbuf ob;
+		struct node_entry oe;
+		struct node_xattr *oxa = NULL;
+		int t, kind;
+		fbuf_init(&ob, NODE_MAX);
+		if (store_snap_newest(c->p, c->ds, &prev) == 0 &&
+		    store_node_read(c->rd, prev.root, &t, &ob) == 0 && t == NODE_EXT &&
+		    node_root_decode(ob.data, ob.len, &kind, &oe, &oxa) == 0 &&
+		    kind == NODE_ROOT_VOLUME && oe.child_type)
+			r = old_records(c, &f, &oe);
+		ferry_err_clear();
+		free(oxa);
+		fbuf_release(&ob);
+		if (r < 0)
+			goto out;
+	}
 	if ((r = read_data(c, fd, size, &f, &got)) < 0 ||
 	    (r = submit_simple(c, &f, JOB_END, 0)) < 0 || (r = drain(c)) < 0)
 		goto out;
@@ -1096,6 +1187,8 @@ out:
 	if (fd >= 0)
 		close(fd);
 	node_bl_builder_release(&f.bl);
+	free(f.old);
+	free(f.old_len);
 	centry_release(&ce);
 	fbuf_release(&rb);
 	return r;
