@@ -230,31 +230,51 @@ static int count_children(struct store_pool *p, int64_t id, int64_t *n)
 	return r;
 }
 
-/* Deletes ds and its descendants, children first. */
-static int destroy_tree(struct store_pool *p, const struct store_ds *ds)
+/* The ids of ds's child datasets, by name, into a malloc'd array. */
+static int child_ids(struct store_pool *p, int64_t id, int64_t **out, size_t *n)
 {
 	sqlite3_stmt *st = NULL;
 	int64_t *ids = NULL;
-	size_t n = 0, cap = 0;
-	int r;
-	if ((r = cat_prepare(p, "SELECT id FROM datasets WHERE parent_id = ?", &st)) < 0)
+	size_t cnt = 0, cap = 0;
+	int r, s;
+	if ((r = cat_prepare(p, "SELECT id FROM datasets WHERE parent_id = ? ORDER BY name", &st)) < 0)
 		return r;
-	sqlite3_bind_int64(st, 1, ds->id);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		if (n == cap) {
+	sqlite3_bind_int64(st, 1, id);
+	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+		if (cnt == cap) {
 			size_t nc = cap ? cap * 2 : 16;
 			int64_t *ni = realloc(ids, nc * sizeof *ids);
 			if (!ni) {
-				r = ferry_err(FERR_NOMEM, "destroying '%s'", ds->name);
+				r = ferry_err(FERR_NOMEM, "listing child datasets");
 				goto out;
 			}
 			ids = ni;
 			cap = nc;
 		}
-		ids[n++] = sqlite3_column_int64(st, 0);
+		ids[cnt++] = sqlite3_column_int64(st, 0);
 	}
+	if (s != SQLITE_DONE) {
+		r = cat_err(p, "listing child datasets");
+		goto out;
+	}
+	*out = ids;
+	*n = cnt;
+	ids = NULL;
+out:
 	sqlite3_finalize(st);
-	st = NULL;
+	free(ids);
+	return r;
+}
+
+/* Deletes ds and its descendants, children first. */
+static int destroy_tree(struct store_pool *p, const struct store_ds *ds)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t *ids = NULL;
+	size_t n = 0;
+	int r;
+	if ((r = child_ids(p, ds->id, &ids, &n)) < 0)
+		return r;
 	for (size_t i = 0; i < n; i++) {
 		struct store_ds child;
 		if ((r = ds_load_by_id(p, ids[i], &child)) < 0 || (r = destroy_tree(p, &child)) < 0)
@@ -309,39 +329,20 @@ int store_ds_destroy(struct store_pool *p, const char *name, int recursive)
 int store_ds_walk(struct store_pool *p, const struct store_ds *ds, int depth,
 		  store_ds_fn fn, void *arg)
 {
-	sqlite3_stmt *st = NULL;
 	int64_t *ids = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0;
 	int r = fn(p, ds, arg);
 	if (r != 0 || depth == 0)
 		return r;
-	if ((r = cat_prepare(p, "SELECT id FROM datasets WHERE parent_id = ? ORDER BY name", &st)) < 0)
+	if ((r = child_ids(p, ds->id, &ids, &n)) < 0)
 		return r;
-	sqlite3_bind_int64(st, 1, ds->id);
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			int64_t *ni = realloc(ids, nc * sizeof *ids);
-			if (!ni) {
-				r = ferry_err(FERR_NOMEM, "listing '%s'", ds->name);
-				goto out;
-			}
-			ids = ni;
-			cap = nc;
-		}
-		ids[n++] = sqlite3_column_int64(st, 0);
-	}
-	sqlite3_finalize(st);
-	st = NULL;
 	for (size_t i = 0; i < n; i++) {
 		struct store_ds child;
 		if ((r = ds_load_by_id(p, ids[i], &child)) < 0)
-			goto out;
+			break;
 		if ((r = store_ds_walk(p, &child, depth < 0 ? -1 : depth - 1, fn, arg)) != 0)
-			goto out;
+			break;
 	}
-out:
-	sqlite3_finalize(st);
 	free(ids);
 	return r;
 }
