@@ -13,12 +13,12 @@ struct cli_cmd {
 };
 
 static const struct cli_cmd commands[] = {
-	{"pool", cmd_pool, "pool create [-o prop=val]... NAME PATH | import PATH [NAME] | export NAME | list [-H] [--json] | status [NAME]"},
-	{"create", cmd_create, "create [-p] [-V size] [-o prop=val]... DATASET"},
-	{"destroy", cmd_destroy, "destroy [-r] DATASET"},
+	{"pool", cmd_pool, "pool create [-o prop=val]... NAME PATH | import PATH [NAME] | export NAME | list [-H] [-p] [--json] [NAME]... | status [NAME]..."},
+	{"create", cmd_create, "create [-p] [-V size [-b blocksize]] [-o prop=val]... DATASET"},
+	{"destroy", cmd_destroy, "destroy [-r] [-n] [-v] DATASET | DATASET@SNAP[%SNAP][,SNAP]..."},
 	{"list", cmd_list, "list [-r] [-d depth] [-t type] [-o cols] [-s col] [-S col] [-H] [-p] [--json] [DATASET]..."},
-	{"get", cmd_get, "get [-r] [-d depth] [-H] [-p] [-o cols] [--json] PROP[,PROP]|all DATASET..."},
-	{"set", cmd_set, "set PROP=VALUE... DATASET"},
+	{"get", cmd_get, "get [-r] [-d depth] [-t type] [-H] [-p] [-o fields] [--json] PROP[,PROP]...|all DATASET|SNAPSHOT..."},
+	{"set", cmd_set, "set PROP=VALUE... DATASET..."},
 	{"inherit", cmd_inherit, "inherit [-r] [-S] PROP DATASET..."},
 	{"snapshot", cmd_snapshot, "snapshot [-r] [-v] [--from PATH] DATASET@NAME..."},
 	{"restore", cmd_restore, "restore [--file PATH]... [--force] [-v] SNAPSHOT DIR | restore [--file PATH]... --format tar|pax|zip SNAPSHOT"},
