@@ -477,20 +477,28 @@ static int walk_rd(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, str
 static int walk_block(struct rcv *r, const uint8_t *hash, uint64_t len)
 {
 	uint8_t key[KEY_LEN];
-	int rc, v = 0;
+	uint32_t ls = 0;
+	int rc, v = 0, in;
 	mkkey(key, 'B', hash);
 	if ((rc = store_hset_get(r->seen, key, sizeof key, &v)) < 0)
 		return rc;
 	if (rc == 1)
 		return (uint64_t)v == len ? 0 : hex_err(FERR_CORRUPT, "block referenced with two sizes", hash);
-	if ((rc = need_block(r, hash, len)) < 0)
-		return rc;
+	/* blocks of this stream were referenced as they came; others must be
+	 * in the pool (or, dry running, in an earlier substream) */
+	if ((in = store_hset_get(r->objs, key, sizeof key, &v)) < 0)
+		return in;
+	if (in) {
+		ls = (uint32_t)v;
+		r->reached++;
+	} else if ((rc = have_block(r, hash, &ls)) <= 0) {
+		return rc < 0 ? rc : hex_err(FERR_CORRUPT, "dangling reference to block", hash);
+	}
+	if (ls != len)
+		return hex_err(FERR_CORRUPT, "reference with the wrong size to block", hash);
 	if ((rc = store_hset_add(r->seen, key, sizeof key, (int)len)) < 0)
 		return rc;
-	if ((rc = store_hset_get(r->objs, key, sizeof key, NULL)) < 0)
-		return rc;
-	r->reached += (uint64_t)rc;
-	if (!r->dryrun && (rc = store_writer_ref(r->w, hash)) < 0)
+	if (!in && !r->dryrun && (rc = store_writer_ref(r->w, hash)) < 0)
 		return rc;
 	return 0;
 }
@@ -914,14 +922,24 @@ static int recv_sub(struct rcv *r, const struct stream_begin *b, const struct st
 				uint32_t have = 0;
 				if ((rc = store_pnodes_has_block(r->pn, h, &have)) < 0)
 					goto out;
-				if (!rc && r->dry && (rc = store_hset_get(r->dry, key, sizeof key, NULL)) < 0)
+				if (!rc && r->dry) {
+					int v = 0;
+					if ((rc = store_hset_get(r->dry, key, sizeof key, &v)) < 0)
+						goto out;
+					have = (uint32_t)v;
+				}
+				if (rc && have != ls) {
+					rc = hex_err(FERR_CORRUPT, "WRITE_BYREF with the wrong size for block", h);
 					goto out;
+				}
 				if (!rc) {
 					rc = hex_err(FERR_CORRUPT, "WRITE_BYREF of a block the pool does not have:",
 						     h);
 					goto out;
 				}
 				r->st.blocks_byref++;
+				if (!r->dryrun && (rc = store_writer_ref(r->w, h)) < 0)
+					goto out;
 			} else {
 				r->st.pbytes_in += rec.write.psize;
 				if (!r->dryrun && (rc = store_writer_has(r->w, h, c)) < 0)
@@ -929,6 +947,8 @@ static int recv_sub(struct rcv *r, const struct stream_begin *b, const struct st
 				if (rc == 1) {
 					r->st.blocks_present++;
 					r->st.lbytes_present += ls;
+					if ((rc = store_writer_ref(r->w, h)) < 0)
+						goto out;
 				} else if ((rc = submit_write(r, &rec.write, c)) < 0) {
 					goto out;
 				}
