@@ -140,7 +140,9 @@ int cmd_recv(int argc, char **argv)
 	}
 	if (isatty(0)) {
 		store_pool_close(p);
-		rc = cli_usage("recv: refusing to read a stream from a terminal; redirect or pipe it");
+		fprintf(stderr, "ferry: recv: refusing to read a stream from a terminal; "
+			"redirect or pipe it\n");
+		rc = EXIT_FAIL;
 		goto out;
 	}
 	struct stream_source_fd src;

@@ -119,8 +119,11 @@ int cmd_send(int argc, char **argv)
 		return cli_usage("%s", usage);
 	if (o.token && (o.from || (o.flags & (SEND_REPLICATE | SEND_PROPS | SEND_COMPRESSED))))
 		return cli_usage("send: -t takes its options from the token");
-	if (!ui.dry && isatty(1))
-		return cli_usage("send: refusing to write a stream to a terminal; redirect or pipe it");
+	if (!ui.dry && isatty(1)) {
+		fprintf(stderr, "ferry: send: refusing to write a stream to a terminal; "
+			"redirect or pipe it\n");
+		return EXIT_FAIL;
+	}
 	char name[2 * STORE_NAME_MAX + 2];
 	struct stream_token tok;
 	if (o.token) {
