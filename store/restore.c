@@ -97,7 +97,27 @@ static int selected(struct rst *r)
 
 /* ---- attributes --------------------------------------------------------------------- */
 
-static void set_xattrs(struct rst *r, int fd, int dirfd, const char *name,
+/* Warnings from a worker are kept in its job and reported by the collector
+ * (the warn callback and counters belong to the main thread). */
+struct jwarn {
+	const char *what;
+	int err;
+	unsigned n;
+};
+
+static void note(struct rst *r, struct jwarn *jw, const char *what, int e)
+{
+	if (!jw) {
+		rwarn(r, what, e);
+		return;
+	}
+	if (!jw->n++) {
+		jw->what = what;
+		jw->err = e;
+	}
+}
+
+static void set_xattrs(struct rst *r, struct jwarn *jw, int fd, int dirfd, const char *name,
 		       const struct node_entry *e)
 {
 	char pp[64 + NAME_MAX + 1];
@@ -111,23 +131,28 @@ static void set_xattrs(struct rst *r, int fd, int dirfd, const char *name,
 		int rc = fd >= 0 ? fsetxattr(fd, nm, x->value, x->value_len, 0)
 				 : lsetxattr(pp, nm, x->value, x->value_len, 0);
 		if (rc != 0 && !(errno == EPERM && !r->owners && !strncmp(nm, "trusted.", 8)))
-			rwarn(r, "cannot set an extended attribute", errno);
+			note(r, jw, "cannot set an extended attribute", errno);
 	}
 }
 
-static void set_attrs_fd(struct rst *r, int fd, const struct node_entry *e)
+static void set_attrs_jw(struct rst *r, struct jwarn *jw, int fd, const struct node_entry *e)
 {
 	struct timespec ts[2];
 	if (r->owners && fchown(fd, e->uid, e->gid) != 0)
-		rwarn(r, "cannot set owner", errno);
-	set_xattrs(r, fd, -1, NULL, e);
+		note(r, jw, "cannot set owner", errno);
+	set_xattrs(r, jw, fd, -1, NULL, e);
 	if (fchmod(fd, e->mode) != 0)
-		rwarn(r, "cannot set mode", errno);
+		note(r, jw, "cannot set mode", errno);
 	ts[0].tv_sec = e->mtime_sec;
 	ts[0].tv_nsec = e->mtime_nsec;
 	ts[1] = ts[0];
 	if (futimens(fd, ts) != 0)
-		rwarn(r, "cannot set mtime", errno);
+		note(r, jw, "cannot set mtime", errno);
+}
+
+static void set_attrs_fd(struct rst *r, int fd, const struct node_entry *e)
+{
+	set_attrs_jw(r, NULL, fd, e);
 }
 
 static void set_attrs_at(struct rst *r, int dirfd, const char *name, const struct node_entry *e)
@@ -135,7 +160,7 @@ static void set_attrs_at(struct rst *r, int dirfd, const char *name, const struc
 	struct timespec ts[2];
 	if (r->owners && fchownat(dirfd, name, e->uid, e->gid, AT_SYMLINK_NOFOLLOW) != 0)
 		rwarn(r, "cannot set owner", errno);
-	set_xattrs(r, -1, dirfd, name, e);
+	set_xattrs(r, NULL, -1, dirfd, name, e);
 	if (e->ftype != NODE_F_SYMLINK && fchmodat(dirfd, name, e->mode, 0) != 0)
 		rwarn(r, "cannot set mode", errno);
 	ts[0].tv_sec = e->mtime_sec;
@@ -212,7 +237,7 @@ static int write_data(struct rst *r, int fd, const struct node_entry *e, int fil
  * (collected in order, after all its blocks) sets its size and attributes
  * and closes it. */
 
-enum { RJ_DATA, RJ_END };
+enum { RJ_DATA, RJ_END, RJ_SMALL };
 
 struct rjob {
 	int kind;
@@ -224,19 +249,53 @@ struct rjob {
 	struct fbuf payload;
 	uint8_t *out;
 	size_t outcap;
-	struct node_entry e;    /* RJ_END: the file's attributes (borrowed until drained) */
+	struct node_entry e;    /* RJ_END, RJ_SMALL: the file's attributes (borrowed until drained) */
 	uint64_t bytes;
+	/* RJ_SMALL: a file of at most one block, created, written, finished and
+	 * closed on the worker; file creation is the slow part of small files */
+	int dirfd;
+	int has_data;
+	char name[NODE_NAME_MAX + 1];
+	char *path;
+	struct jwarn jw;
 	struct rjob *next;
 };
+
+static int rjob_data(struct rjob *j);
+
+static int rjob_small(struct rst *rs, struct rjob *j)
+{
+	int r = 0;
+	j->fd = openat(j->dirfd, j->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (j->fd < 0)
+		return ferry_err_errno(errno, "restoring '%s': cannot create file", j->path);
+	if (j->has_data && (r = rjob_data(j)) < 0) {
+		r = ferry_err(-r, "restoring '%s': %s", j->path, ferry_errmsg(r));
+	} else if (ftruncate(j->fd, (off_t)j->e.size) != 0) {
+		r = ferry_err_errno(errno, "restoring '%s': cannot set its size", j->path);
+	} else {
+		set_attrs_jw(rs, &j->jw, j->fd, &j->e);
+	}
+	close(j->fd);
+	j->fd = -1;
+	return r;
+}
 
 static int rjob_fn(void *jv, void *ctx)
 {
 	struct rjob *j = jv;
+	if (j->kind == RJ_SMALL)
+		return rjob_small(ctx, j);
+	if (j->kind != RJ_DATA)
+		return 0;
+	return rjob_data(j);
+}
+
+static int rjob_data(struct rjob *j)
+{
 	uint8_t h[FERRY_HASH_LEN];
 	const uint8_t *src = j->payload.data;
 	int r;
-	if (j->kind != RJ_DATA)
-		return 0;
 	j->bytes = 0;
 	if (j->c.id != CODEC_OFF) {
 		if (j->outcap < j->lsize) {
@@ -272,6 +331,10 @@ static int rjob_get(struct rst *r, struct rjob **out)
 			return ferry_err(FERR_NOMEM, "restoring");
 		fbuf_init(&j->payload, STORE_BLOCK_MAX);
 	}
+	j->has_data = 0;
+	memset(&j->jw, 0, sizeof j->jw);
+	free(j->path);
+	j->path = NULL;
 	*out = j;
 	return 0;
 }
@@ -292,8 +355,17 @@ static int rcollect(struct rst *r)
 		return rc;
 	struct rjob *j = jv;
 	rc = res;
-	if (j->kind == RJ_DATA) {
+	if (j->kind == RJ_DATA || j->kind == RJ_SMALL) {
 		r->st->bytes += j->bytes;
+		if (j->jw.n) {
+			/* report the worker's first warning under the file's path */
+			size_t saved = r->path.len;
+			fbuf_reset(&r->path);
+			if (fbuf_append(&r->path, j->path, strlen(j->path)) == 0)
+				rwarn(r, j->jw.what, j->jw.err);
+			r->st->warnings += j->jw.n - 1;
+			r->path.len = saved;
+		}
 	} else {
 		if (rc == 0 && ftruncate(j->fd, (off_t)j->e.size) != 0)
 			rc = ferry_err_errno(errno, "cannot set the size of a restored file");
@@ -386,6 +458,68 @@ static int queue_file(struct rst *r, int fd, const struct node_entry *e)
 	return rc;
 }
 
+struct first_ext {
+	int n;
+	struct node_extent x;
+};
+
+static int first_extent(void *arg, const struct node_extent *x, uint64_t off)
+{
+	struct first_ext *f = arg;
+	if (f->n++)
+		return 1; /* more than one: not a small file */
+	f->x = *x;
+	return 0;
+}
+
+/* Queues a file of at most one extent as one job that creates it on a
+ * worker. Returns 1 (nothing queued) for bigger files. */
+static int queue_small(struct rst *r, int dirfd, const char *name, const struct node_entry *e)
+{
+	struct first_ext fe;
+	struct rjob *j = NULL;
+	uint32_t ls;
+	int rc;
+	memset(&fe, 0, sizeof fe);
+	if (e->size && e->child_type) {
+		rc = node_bl_walk(rd_node, r->rd, e->child_type, e->child, e->size, first_extent, &fe);
+		if (rc == 1)
+			return 1;
+		if (rc < 0)
+			return rc;
+	}
+	if ((rc = rjob_get(r, &j)) < 0)
+		return rc;
+	if (fe.n && !fe.x.hole) {
+		rc = store_block_read_stored(r->rd, fe.x.hash, (struct codec_spec){CODEC_OFF, 0}, &j->c,
+					     &ls, &j->payload);
+		if (rc == 0 && ls != fe.x.len)
+			rc = ferry_err(FERR_CORRUPT, "block is %u bytes, expected %llu", ls,
+				       (unsigned long long)fe.x.len);
+		if (rc < 0) {
+			rjob_put(r, j);
+			return rc;
+		}
+		j->has_data = 1;
+		j->lsize = ls;
+		j->off = 0;
+		memcpy(j->hash, fe.x.hash, FERRY_HASH_LEN);
+	}
+	j->kind = RJ_SMALL;
+	j->dirfd = dirfd;
+	snprintf(j->name, sizeof j->name, "%s", name);
+	j->e = *e;
+	if (fbuf_putc(&r->path, 0) == 0)
+		r->path.len--;
+	if (!(j->path = strdup((const char *)r->path.data))) {
+		rjob_put(r, j);
+		return ferry_err(FERR_NOMEM, "restoring");
+	}
+	if ((rc = rsubmit(r, j)) < 0)
+		rjob_put(r, j);
+	return rc;
+}
+
 /* ---- the tree -------------------------------------------------------------------- */
 
 /* Makes room for a new entry name in dirfd when --force: removes what is
@@ -472,6 +606,15 @@ static int restore_entry(struct rst *r, int dirfd, const struct node_entry *e, i
 				return 0;
 			}
 			rwarn(r, "cannot link; restored as a copy", errno);
+		}
+		if (!e->link_id) {
+			rc = queue_small(r, dirfd, name, e);
+			if (rc < 0)
+				return rc;
+			if (rc == 0) {
+				r->st->files++;
+				return 0;
+			}
 		}
 		fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
@@ -677,6 +820,7 @@ out:
 		r.free_jobs = j->next;
 		fbuf_release(&j->payload);
 		free(j->out);
+		free(j->path);
 		free(j);
 	}
 	if (r.rootfd >= 0)
