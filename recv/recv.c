@@ -66,6 +66,7 @@ struct rcv {
 	unsigned njobs, inflight, next;
 	struct recv_stats st, tot;
 	uint64_t objs_n, reached, last_seq;
+	uint64_t sub_start;         /* decoder bytes before this substream's BEGIN */
 	struct fbuf nb;
 	int dryrun;
 	/* package */
@@ -758,7 +759,7 @@ static int recv_sub(struct rcv *r, const struct stream_begin *b, const struct st
 	ssize_t rollback_to = -1;
 	int destroy_all = 0, in_body = 0, partial = 0;
 	struct store_partial pt;
-	uint64_t t0 = ferry_now_ns(), bytes0 = stream_decoder_bytes(r->dec);
+	uint64_t t0 = ferry_now_ns(), bytes0 = r->sub_start;
 	memset(&sl, 0, sizeof sl);
 	memset(&r->st, 0, sizeof r->st);
 	r->objs_n = r->reached = r->last_seq = 0;
@@ -1326,6 +1327,7 @@ int recv_run(struct store_pool *p, const char *target, struct stream_source *in,
 			goto out;
 		}
 	}
+	r.sub_start = 0;
 	rc = stream_decoder_pull(r.dec, in, &rec);
 	if (rc == 0)
 		rc = ferry_err(FERR_TRUNCATED, "the stream is empty");
@@ -1360,6 +1362,7 @@ int recv_run(struct store_pool *p, const char *target, struct stream_source *in,
 				goto out;
 		}
 		for (;;) {
+			r.sub_start = stream_decoder_bytes(r.dec);
 			if ((rc = stream_decoder_pull(r.dec, in, &rec)) <= 0) {
 				if (rc == 0)
 					rc = ferry_err(FERR_TRUNCATED, "the package ended early");
