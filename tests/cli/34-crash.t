@@ -22,7 +22,7 @@ for i in $(seq 1 20); do
 	echo "change $i" >>"$S/d/text"
 	"$FERRY" snapshot "tank/fs@k$i" >/dev/null 2>&1 &
 	pid=$!
-	sleep "$(rnd 0-120)"
+	sleep "$(rnd 0-200)"
 	kill -9 "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null
 	if ! "$FERRY" list -H -t snapshot -r tank >"$T/list" 2>"$T/err"; then
