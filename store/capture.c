@@ -624,6 +624,34 @@ static const struct node_entry *old_find(const struct node_dir *old, const char 
 static int capture_dir(struct cap *c, int dirfd, const struct node_dir *old, uint8_t *out_type,
 		       uint8_t *out_hash);
 
+/* Gives ce its own copy of the old entry's xattrs. */
+static int copy_xattrs(struct centry *ce, const struct node_entry *oe)
+{
+	size_t total = 0;
+	if (!oe->nxattr)
+		return 0;
+	for (size_t i = 0; i < oe->nxattr; i++)
+		total += oe->xattrs[i].name_len + oe->xattrs[i].value_len;
+	if (!(ce->xa = calloc(oe->nxattr, sizeof *ce->xa)) || !(ce->xabuf = malloc(total + 1)))
+		return ferry_err(FERR_NOMEM, "capturing");
+	size_t pos = 0;
+	for (size_t i = 0; i < oe->nxattr; i++) {
+		const struct node_xattr *x = &oe->xattrs[i];
+		memcpy(ce->xabuf + pos, x->name, x->name_len);
+		ce->xa[i].name = ce->xabuf + pos;
+		ce->xa[i].name_len = x->name_len;
+		pos += x->name_len;
+		if (x->value_len)
+			memcpy(ce->xabuf + pos, x->value, x->value_len);
+		ce->xa[i].value = ce->xabuf + pos;
+		ce->xa[i].value_len = x->value_len;
+		pos += x->value_len;
+	}
+	ce->e.xattrs = ce->xa;
+	ce->e.nxattr = oe->nxattr;
+	return 0;
+}
+
 struct oldrec {
 	struct cap *c;
 	struct cfile *f;
@@ -688,6 +716,34 @@ static int capture_file(struct cap *c, int dirfd, const char *name, const struct
 			snprintf(pp, sizeof pp, "/proc/self/fd/%d/%s", dirfd, name);
 			return read_xattrs(c, -1, pp, ce);
 		}
+	}
+	if (oe && oe->ftype == NODE_F_REG && oe->size == (uint64_t)sb.st_size &&
+	    oe->mtime_sec == sb.st_mtim.tv_sec && oe->mtime_nsec == (uint32_t)sb.st_mtim.tv_nsec &&
+	    oe->ctime_sec == sb.st_ctim.tv_sec && oe->ctime_nsec == (uint32_t)sb.st_ctim.tv_nsec &&
+	    oe->ino == (uint64_t)sb.st_ino) {
+		/* unchanged since the last snapshot (same size, mtime, ctime and
+		 * inode; an xattr or mode change moves ctime): keep its blocklist
+		 * and xattrs without even opening it */
+		entry_from_stat(&ce->e, &sb);
+		if (sb.st_nlink > 1)
+			ce->e.link_id = (uint64_t)sb.st_ino;
+		if ((r = copy_xattrs(ce, oe)) < 0)
+			return r;
+		ce->e.size = oe->size;
+		ce->e.child_type = oe->child_type;
+		memcpy(ce->e.child, oe->child, FERRY_HASH_LEN);
+		if (oe->child_type &&
+		    (r = node_bl_walk(rd_node, c->rd, oe->child_type, oe->child, oe->size, ref_extent,
+				      c)) < 0)
+			return r;
+		c->st->files_reused++;
+		if (sb.st_nlink > 1 && (lk = link_find(c, sb.st_dev, sb.st_ino, 1))) {
+			lk->ready = 1;
+			lk->type = oe->child_type;
+			lk->size = oe->size;
+			memcpy(lk->hash, oe->child, FERRY_HASH_LEN);
+		}
+		return 0;
 	}
 	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOATIME);
 	if (fd < 0 && errno == EPERM)
