@@ -457,7 +457,7 @@ int store_writer_put(struct store_writer *w, const struct store_block *b, int *s
 
 int store_writer_ref(struct store_writer *w, const uint8_t hash[FERRY_HASH_LEN])
 {
-	sqlite3_stmt *sts[2] = {w->st_any_new, w->st_any_main};
+	sqlite3_stmt *sts[2] = {w->st_any_main, w->st_any_new}; /* committed copies are the common case */
 	for (int i = 0; i < 2; i++) {
 		sqlite3_stmt *st = sts[i];
 		sqlite3_reset(st);
