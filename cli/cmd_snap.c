@@ -49,7 +49,7 @@ static void progress_cb(void *arg, const struct store_capture_stats *st)
 }
 
 static int snapshot_one(struct store_pool *p, const struct store_ds *ds, const char *snap,
-			const char *from, int verbose)
+			const char *from, int verbose, int cross_fs)
 {
 	struct store_capture_stats st;
 	struct store_capture_opts o;
@@ -60,6 +60,7 @@ static int snapshot_one(struct store_pool *p, const struct store_ds *ds, const c
 	pg.name = full;
 	pg.shown = 0;
 	o.from = from;
+	o.cross_fs = cross_fs;
 	o.warn = warn_cb;
 	o.arg = &pg;
 	if (isatty(2))
@@ -90,6 +91,7 @@ struct snap_walk {
 	const char *snap;
 	int verbose;
 	int rc;
+	int cross_fs;
 };
 
 static int snapshot_walk_cb(struct store_pool *p, const struct store_ds *ds, void *arg)
@@ -106,7 +108,7 @@ static int snapshot_walk_cb(struct store_pool *p, const struct store_ds *ds, voi
 		cli_warn("%s is a volume: snapshot it with --from IMAGE; not snapshotted", ds->name);
 		return 0;
 	}
-	int rc = snapshot_one(p, ds, w->snap, NULL, w->verbose);
+	int rc = snapshot_one(p, ds, w->snap, NULL, w->verbose, w->cross_fs);
 	if (rc > w->rc)
 		w->rc = rc;
 	return 0;
@@ -117,11 +119,13 @@ int cmd_snapshot(int argc, char **argv)
 	static const struct option lo[] = {
 		{"from", required_argument, NULL, 'f'},
 		{"verbose", no_argument, NULL, 'v'},
+		{"cross-filesystems", no_argument, NULL, 'X'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *usage = "usage: ferry snapshot [-r] [-v] [--from PATH] DATASET@NAME...";
+	const char *usage = "usage: ferry snapshot [-r] [-v] [--cross-filesystems] [--from PATH] "
+			    "DATASET@NAME...";
 	const char *from = NULL;
-	int c, recursive = 0, verbose = 0, rc = EXIT_OK;
+	int c, recursive = 0, verbose = 0, cross_fs = 0, rc = EXIT_OK;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+rv", lo, NULL)) != -1) {
 		if (c == 'r')
@@ -130,8 +134,10 @@ int cmd_snapshot(int argc, char **argv)
 			verbose = 1;
 		else if (c == 'f')
 			from = optarg;
+		else if (c == 'X')
+			cross_fs = 1;
 		else
-			return cli_usage("%s", usage);
+			return cli_bad_option(argv, usage);
 	}
 	if (optind >= argc)
 		return cli_usage("%s", usage);
@@ -160,11 +166,11 @@ int cmd_snapshot(int argc, char **argv)
 		}
 		int one;
 		if (recursive) {
-			struct snap_walk w = {at + 1, verbose, EXIT_OK};
+			struct snap_walk w = {at + 1, verbose, EXIT_OK, cross_fs};
 			r = store_ds_walk(p, &ds, -1, snapshot_walk_cb, &w);
 			one = r < 0 ? cli_fail(r, "cannot snapshot '%s'", name) : w.rc;
 		} else {
-			one = snapshot_one(p, &ds, at + 1, from, verbose);
+			one = snapshot_one(p, &ds, at + 1, from, verbose, cross_fs);
 		}
 		store_pool_close(p);
 		if (one == EXIT_FAIL)

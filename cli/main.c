@@ -20,7 +20,7 @@ static const struct cli_cmd commands[] = {
 	{"get", cmd_get, "get [-r] [-d depth] [-t type] [-H] [-p] [-o fields] [--json] PROP[,PROP]...|all DATASET|SNAPSHOT..."},
 	{"set", cmd_set, "set PROP=VALUE... DATASET..."},
 	{"inherit", cmd_inherit, "inherit [-r] [-S] PROP DATASET..."},
-	{"snapshot", cmd_snapshot, "snapshot [-r] [-v] [--from PATH] DATASET@NAME..."},
+	{"snapshot", cmd_snapshot, "snapshot [-r] [-v] [--cross-filesystems] [--from PATH] DATASET@NAME..."},
 	{"restore", cmd_restore, "restore [--file PATH]... [--force] [-v] SNAPSHOT DIR | restore [--file PATH]... --format tar|pax|zip SNAPSHOT"},
 	{"rollback", cmd_rollback, "rollback [-r] SNAPSHOT"},
 	{"diff", cmd_diff, "diff [-F] SNAPSHOT [SNAPSHOT|DATASET]"},
