@@ -95,4 +95,10 @@ int cat_exec_i64(struct store_pool *p, const char *sql, int64_t v) FERRY_WUR;
 int space_pool_stats(struct store_pool *p, struct store_pool_stats *s) FERRY_WUR;
 int snap_figures(struct store_pool *p, int64_t snap_id, uint64_t *pbytes, uint64_t *lbytes) FERRY_WUR;
 
+/* restore --file: whether the path (relative to the snapshot root, plen
+ * bytes) is to be restored: 0 skip, 1 restore it whole, 2 it leads to a
+ * selected path. Marks found[i] when path is exactly files[i]. */
+int restore_selected(const char *const *files, size_t nfiles, const char *path, size_t plen,
+		     int *found);
+
 #endif

@@ -68,23 +68,21 @@ static void rwarn(struct rst *r, const char *what, int e)
 
 /* ---- selection (--file) ------------------------------------------------------------- */
 
-/* 0: skip, 1: restore whole, 2: on the way to a selected path. */
-static int selected(struct rst *r)
+int restore_selected(const char *const *files, size_t nfiles, const char *pth, size_t pl,
+		     int *found)
 {
-	if (!r->o->nfiles)
+	if (!nfiles)
 		return 1;
 	int best = 0;
-	for (size_t i = 0; i < r->o->nfiles; i++) {
-		const char *s = r->o->files[i];
+	for (size_t i = 0; i < nfiles; i++) {
+		const char *s = files[i];
 		while (*s == '/')
 			s++;
 		size_t sl = strlen(s);
 		while (sl && s[sl - 1] == '/')
 			sl--;
-		const char *pth = (const char *)r->path.data;
-		size_t pl = r->path.len;
 		if (pl == sl && !memcmp(pth, s, sl)) {
-			r->found[i] = 1;
+			found[i] = 1;
 			return 1;
 		}
 		if (pl > sl && !memcmp(pth, s, sl) && pth[sl] == '/')
@@ -93,6 +91,12 @@ static int selected(struct rst *r)
 			best = 2;
 	}
 	return best;
+}
+
+static int selected(struct rst *r)
+{
+	return restore_selected(r->o->files, r->o->nfiles, (const char *)r->path.data,
+				r->path.len, r->found);
 }
 
 /* ---- attributes --------------------------------------------------------------------- */

@@ -43,28 +43,8 @@ static int ar_err(struct ar *w, const char *what)
 
 static int sel(struct ar *w)
 {
-	if (!w->o->nfiles)
-		return 1;
-	int best = 0;
-	for (size_t i = 0; i < w->o->nfiles; i++) {
-		const char *s = w->o->files[i];
-		while (*s == '/')
-			s++;
-		size_t sl = strlen(s);
-		while (sl && s[sl - 1] == '/')
-			sl--;
-		const char *pth = (const char *)w->path.data;
-		size_t pl = w->path.len;
-		if (pl == sl && !memcmp(pth, s, sl)) {
-			w->found[i] = 1;
-			return 1;
-		}
-		if (pl > sl && !memcmp(pth, s, sl) && pth[sl] == '/')
-			return 1;
-		if (sl > pl && !memcmp(pth, s, pl) && s[pl] == '/')
-			best = 2;
-	}
-	return best;
+	return restore_selected(w->o->files, w->o->nfiles, (const char *)w->path.data,
+				w->path.len, w->found);
 }
 
 static int emit_extent(void *arg, const struct node_extent *x, uint64_t off)
