@@ -589,45 +589,55 @@ static int sync_packs(struct store_writer *w)
 	return 0;
 }
 
-int writer_persist(struct store_writer *w)
+/* Inside the caller's transaction: records the writer's packs with their
+ * sizes, then the blocks it stored in them. */
+static int writer_record_packs(struct store_writer *w)
 {
 	struct store_pool *p = w->p;
 	sqlite3_stmt *st = NULL;
 	int r;
-	if ((r = sync_packs(w)) < 0)
-		return r;
-	batch_end(w, 1);
-	if ((r = store_tx_begin(p)) < 0)
-		return r;
 	if ((r = cat_prepare(p, "INSERT OR REPLACE INTO packs(id, name, size) VALUES("
 			       "(SELECT id FROM packs WHERE name = ?1), ?1, ?2)", &st)) < 0)
-		goto fail;
+		goto out;
 	for (size_t i = 0; i < w->npacks; i++) {
 		struct stat sb;
 		if (fstat(w->packs[i].fd, &sb) != 0) {
 			r = ferry_err_errno(errno, "cannot stat pack '%s'", w->packs[i].name);
-			goto fail;
+			goto out;
 		}
 		sqlite3_reset(st);
 		sqlite3_bind_text(st, 1, w->packs[i].name, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, (int64_t)sb.st_size);
 		if (sqlite3_step(st) != SQLITE_DONE) {
 			r = cat_err(p, "recording a pack");
-			goto fail;
+			goto out;
 		}
 	}
 	sqlite3_finalize(st);
 	st = NULL;
-	if ((r = cat_exec(p, "INSERT OR IGNORE INTO main.blocks(hash, codec, level, pack_id, offset,"
-			     " psize, lsize) SELECT n.hash, n.codec, n.level,"
-			     " (SELECT id FROM main.packs WHERE name = n.pack), n.offset, n.psize,"
-			     " n.lsize FROM temp.w_new n")) < 0)
-		goto fail;
-	return store_tx_commit(p);
-fail:
+	r = cat_exec(p, "INSERT OR IGNORE INTO main.blocks(hash, codec, level, pack_id, offset,"
+		     " psize, lsize) SELECT n.hash, n.codec, n.level,"
+		     " (SELECT id FROM main.packs WHERE name = n.pack), n.offset, n.psize,"
+		     " n.lsize FROM temp.w_new n");
+out:
 	sqlite3_finalize(st);
-	store_tx_rollback(p);
 	return r;
+}
+
+int writer_persist(struct store_writer *w)
+{
+	struct store_pool *p = w->p;
+	int r;
+	if ((r = sync_packs(w)) < 0)
+		return r;
+	batch_end(w, 1);
+	if ((r = store_tx_begin(p)) < 0)
+		return r;
+	if ((r = writer_record_packs(w)) < 0) {
+		store_tx_rollback(p);
+		return r;
+	}
+	return store_tx_commit(p);
 }
 
 void writer_forget(struct store_writer *w)
@@ -670,31 +680,9 @@ int store_writer_commit_snapshot(struct store_writer *w, const struct store_ds *
 	}
 	sqlite3_finalize(st);
 	st = NULL;
-	if ((r = cat_prepare(p, "INSERT OR REPLACE INTO packs(id, name, size) VALUES("
-			       "(SELECT id FROM packs WHERE name = ?1), ?1, ?2)", &st)) < 0)
-		goto fail;
-	for (size_t i = 0; i < w->npacks; i++) {
-		struct stat sb;
-		if (fstat(w->packs[i].fd, &sb) != 0) {
-			r = ferry_err_errno(errno, "cannot stat pack '%s'", w->packs[i].name);
-			goto fail;
-		}
-		sqlite3_reset(st);
-		sqlite3_bind_text(st, 1, w->packs[i].name, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 2, (int64_t)sb.st_size);
-		if (sqlite3_step(st) != SQLITE_DONE) {
-			r = cat_err(p, "recording a pack");
-			goto fail;
-		}
-	}
-	sqlite3_finalize(st);
-	st = NULL;
-	if ((r = cat_exec(p, "INSERT OR IGNORE INTO main.blocks(hash, codec, level, pack_id, offset,"
-			     " psize, lsize) SELECT n.hash, n.codec, n.level,"
-			     " (SELECT id FROM main.packs WHERE name = n.pack), n.offset, n.psize,"
-			     " n.lsize FROM temp.w_new n;"
-			     "INSERT OR IGNORE INTO main.nodes(hash, type, data)"
-			     " SELECT hash, type, data FROM temp.w_nodes;")) < 0)
+	if ((r = writer_record_packs(w)) < 0 ||
+	    (r = cat_exec(p, "INSERT OR IGNORE INTO main.nodes(hash, type, data)"
+			     " SELECT hash, type, data FROM temp.w_nodes")) < 0)
 		goto fail;
 	if ((r = cat_prepare(p, "SELECT 1 FROM main.nodes WHERE hash = ? AND type = 4", &st)) < 0)
 		goto fail;
