@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,8 +195,29 @@ struct wpack {
 	int fd;
 };
 
+/* The flusher: one thread that writes full buffers to the open pack while
+ * the caller fills the other buffer, so the kernel's copy into the page cache
+ * and the start of writeback overlap hashing and compression instead of
+ * stalling the one thread that orders blocks. At most one buffer is in
+ * flight; its outcome (an error code and message) is picked up by the next
+ * flush or wait. */
+struct flusher {
+	pthread_t thr;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int started, busy, quit;
+	const uint8_t *data; /* the buffer in flight */
+	size_t len;
+	int fd;
+	char pack[32];
+	int err;             /* 0 or a negative FERR_* */
+	char msg[256];
+};
+
 struct store_writer {
 	struct store_pool *p;
+	struct flusher fl;
+	uint8_t *buf2;       /* the buffer not being filled */
 	int lock_fd;
 	struct wpack *packs; /* packs written since the last commit; the last is open */
 	size_t npacks, cap;
@@ -232,8 +254,72 @@ static void writer_finalize(struct store_writer *w)
 	}
 }
 
+static void *flusher_main(void *arg)
+{
+	struct flusher *f = arg;
+	pthread_mutex_lock(&f->mu);
+	for (;;) {
+		while (!f->busy && !f->quit)
+			pthread_cond_wait(&f->cv, &f->mu);
+		if (!f->busy)
+			break;
+		pthread_mutex_unlock(&f->mu);
+		int r = io_write_full(f->fd, f->data, f->len);
+		/* Start writing these bytes back now, without waiting, so the
+		 * fsync before the commit finds little left to do: the disk
+		 * works while the workers compress. Durability still comes from
+		 * that fsync. */
+		if (r == 0 && sync_file_range(f->fd, 0, 0, SYNC_FILE_RANGE_WRITE) != 0) {
+			/* not supported here: the final fsync does all the work */
+		}
+		pthread_mutex_lock(&f->mu);
+		if (r < 0 && !f->err) {
+			f->err = r;
+			snprintf(f->msg, sizeof f->msg, "writing pack '%s': %s", f->pack,
+				 ferry_errmsg(r));
+		}
+		f->busy = 0;
+		pthread_cond_broadcast(&f->cv);
+	}
+	pthread_mutex_unlock(&f->mu);
+	return NULL;
+}
+
+/* Waits until no buffer is in flight; returns (and clears) the error of the
+ * last one, raised again on this thread. */
+static int flusher_wait(struct store_writer *w)
+{
+	struct flusher *f = &w->fl;
+	int r;
+	if (!f->started)
+		return 0;
+	pthread_mutex_lock(&f->mu);
+	while (f->busy)
+		pthread_cond_wait(&f->cv, &f->mu);
+	r = f->err;
+	f->err = 0;
+	pthread_mutex_unlock(&f->mu);
+	return r < 0 ? ferry_err(-r, "%s", f->msg) : 0;
+}
+
+static void flusher_stop(struct store_writer *w)
+{
+	struct flusher *f = &w->fl;
+	if (!f->started)
+		return;
+	pthread_mutex_lock(&f->mu);
+	f->quit = 1;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	pthread_join(f->thr, NULL);
+	pthread_cond_destroy(&f->cv);
+	pthread_mutex_destroy(&f->mu);
+	f->started = 0;
+}
+
 static void close_packs(struct store_writer *w)
 {
+	(void)flusher_wait(w); /* the packs are being abandoned: errors do not matter */
 	for (size_t i = 0; i < w->npacks; i++)
 		if (w->packs[i].fd >= 0)
 			close(w->packs[i].fd);
@@ -247,7 +333,9 @@ int store_writer_new(struct store_pool *p, struct store_writer **out)
 {
 	struct store_writer *w = calloc(1, sizeof *w);
 	int r;
-	if (!w || !(w->buf = malloc(WBUF_SIZE))) {
+	if (!w || !(w->buf = malloc(WBUF_SIZE)) || !(w->buf2 = malloc(WBUF_SIZE))) {
+		if (w)
+			free(w->buf);
 		free(w);
 		return ferry_err(FERR_NOMEM, "creating a pack writer");
 	}
@@ -319,27 +407,50 @@ void store_writer_free(struct store_writer *w)
 	if (w->p && w->p->db && cat_exec(w->p, "DELETE FROM temp.w_new; DELETE FROM temp.w_nodes;"
 					    " DELETE FROM temp.w_refs;") < 0) { /* connection gone */ }
 	close_packs(w);
+	flusher_stop(w);
 	free(w->packs);
 	if (w->lock_fd >= 0)
 		close(w->lock_fd);
 	free(w->buf);
+	free(w->buf2);
 	free(w);
 }
 
+/* Hands the filled buffer to the flusher (started on first use) and goes on
+ * with the other one; the bytes reach the pack in the order they were put. */
 static int flush_buf(struct store_writer *w)
 {
+	struct flusher *f = &w->fl;
+	int r;
 	if (!w->buflen)
 		return 0;
-	int fd = w->packs[w->cur].fd;
-	int r = io_write_full(fd, w->buf, w->buflen);
-	if (r < 0)
-		return ferry_err(-r, "writing pack '%s': %s", w->packs[w->cur].name, ferry_errmsg(r));
-	/* Start writing these bytes back now, without waiting, so the fsync
-	 * before the commit finds little left to do: the disk works while the
-	 * workers compress. Durability still comes from that fsync. */
-	if (sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE) != 0) {
-		/* not supported here: the final fsync does all the work */
+	if (!f->started) {
+		if (pthread_mutex_init(&f->mu, NULL) != 0)
+			return ferry_err(FERR_NOMEM, "starting the pack flusher");
+		if (pthread_cond_init(&f->cv, NULL) != 0) {
+			pthread_mutex_destroy(&f->mu);
+			return ferry_err(FERR_NOMEM, "starting the pack flusher");
+		}
+		if (pthread_create(&f->thr, NULL, flusher_main, f) != 0) {
+			pthread_cond_destroy(&f->cv);
+			pthread_mutex_destroy(&f->mu);
+			return ferry_err(FERR_NOMEM, "starting the pack flusher");
+		}
+		f->started = 1;
 	}
+	if ((r = flusher_wait(w)) < 0)
+		return r;
+	pthread_mutex_lock(&f->mu);
+	f->data = w->buf;
+	f->len = w->buflen;
+	f->fd = w->packs[w->cur].fd;
+	snprintf(f->pack, sizeof f->pack, "%s", w->packs[w->cur].name);
+	f->busy = 1;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	uint8_t *t = w->buf;
+	w->buf = w->buf2;
+	w->buf2 = t;
 	w->buflen = 0;
 	return 0;
 }
@@ -427,7 +538,8 @@ int store_writer_put(struct store_writer *w, const struct store_block *b, int *s
 	if (w->buflen + need > WBUF_SIZE && (r = flush_buf(w)) < 0)
 		return r;
 	if (need > WBUF_SIZE) {
-		if ((r = io_write_full(w->packs[w->cur].fd, hdr, sizeof hdr)) < 0 ||
+		if ((r = flusher_wait(w)) < 0 ||
+		    (r = io_write_full(w->packs[w->cur].fd, hdr, sizeof hdr)) < 0 ||
 		    (r = io_write_full(w->packs[w->cur].fd, b->payload, b->psize)) < 0)
 			return r;
 	} else {
@@ -576,7 +688,7 @@ static int sync_packs(struct store_writer *w)
 {
 	char dir[PATH_MAX];
 	int r;
-	if (w->cur >= 0 && (r = flush_buf(w)) < 0)
+	if ((w->cur >= 0 && (r = flush_buf(w)) < 0) || (r = flusher_wait(w)) < 0)
 		return r;
 	for (size_t i = 0; i < w->npacks; i++)
 		if (fsync(w->packs[i].fd) != 0)
