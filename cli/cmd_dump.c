@@ -57,7 +57,7 @@ static void put_time(uint64_t ns)
 
 static void put_flags(uint32_t f)
 {
-	static const char *const names[] = {"compressed", "props", "replicate", "resumed"};
+	static const char *const names[] = {"compressed", "props", "replicate", "resumed", "tree"};
 	int any = 0;
 
 	printf("\tflags = ");

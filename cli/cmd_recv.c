@@ -43,6 +43,15 @@ static void done_cb(void *arg, const char *snapshot, const struct recv_stats *st
 	fflush(stdout);
 }
 
+static void destroyed_cb(void *arg, const char *name)
+{
+	struct recv_ui *ui = arg;
+	if (!ui->verbose)
+		return;
+	printf("%s %s\n", ui->dry ? "would destroy" : "destroying", name);
+	fflush(stdout);
+}
+
 int cmd_recv(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -148,6 +157,7 @@ int cmd_recv(int argc, char **argv)
 	struct stream_source_fd src;
 	stream_source_fd_init(&src, 0);
 	o.done = done_cb;
+	o.destroyed = destroyed_cb;
 	o.arg = &ui;
 	r = recv_run(p, target, &src.base, &o, &st);
 	store_pool_close(p);

@@ -71,6 +71,9 @@ struct rcv {
 	int dryrun;
 	/* package */
 	int in_pkg;
+	uint32_t pkg_flags;
+	int atomic;                 /* -F: the package commits as one transaction */
+	int tx;                     /* ... which is open */
 	char pkg_top[STORE_NAME_MAX + 1];
 	struct pkgds *pds;
 	size_t npds;
@@ -746,6 +749,21 @@ static int dry_note(struct rcv *r, const char *name, uint64_t guid)
 	return 0;
 }
 
+/* recv -F of a package: the first commit opens the transaction that the
+ * whole package, its rollbacks and its destructions commit in, at its end
+ * (recv_run). Opened late so the catalogue's write lock is not held while
+ * the first substream arrives. */
+static int tx_open(struct rcv *r)
+{
+	int rc;
+	if (!r->atomic || r->tx)
+		return 0;
+	if ((rc = store_tx_begin(r->p)) < 0)
+		return rc;
+	r->tx = 1;
+	return 0;
+}
+
 /* Reads one substream after its BEGIN (copied in b) and commits it. */
 static int recv_sub(struct rcv *r, const struct stream_begin *b, const struct stream_prop *props,
 		    size_t nprops)
@@ -995,6 +1013,8 @@ static int recv_sub(struct rcv *r, const struct stream_begin *b, const struct st
 	} else {
 		/* commit: dataset, roll back, snapshot, properties */
 		store_writer_pause(r->w);
+		if ((rc = tx_open(r)) < 0)
+			goto out;
 		if (!exists) {
 			int type = b->ds_type == STREAM_DS_VOLUME ? STORE_DS_VOLUME : STORE_DS_FILESYSTEM;
 			struct store_propset cp[8];
@@ -1209,7 +1229,14 @@ static const struct pkgds *pkg_find(struct rcv *r, const char *name)
 	return NULL;
 }
 
-/* recv -F of a package: snapshots the sender no longer has go. */
+static void note_destroy(struct rcv *r, const char *name)
+{
+	if (r->o->destroyed)
+		r->o->destroyed(r->o->arg, name);
+}
+
+/* recv -F of a package: in the datasets it lists, the snapshots the
+ * sender no longer has go (with -n: are reported). */
 static int pkg_prune(struct rcv *r)
 {
 	int rc = 0;
@@ -1241,10 +1268,133 @@ static int pkg_prune(struct rcv *r)
 			if (!keep)
 				sl.v[w++] = sl.v[j];
 		}
-		if (w)
+		for (size_t j = 0; j < w; j++)
+			note_destroy(r, sl.v[j].name);
+		if (w && !r->dryrun)
 			rc = store_snap_destroy(r->p, sl.v, w);
 		free(sl.v);
 	}
+	return rc;
+}
+
+/* A dataset below the receive target, and whether the package keeps it. */
+struct tree_ds {
+	char name[STORE_NAME_MAX + 1];
+	int keep;
+};
+
+struct tree_list {
+	struct tree_ds *v;
+	size_t n, cap;
+};
+
+static int tree_add(struct tree_list *l, const char *name)
+{
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 16;
+		struct tree_ds *nv = realloc(l->v, nc * sizeof *nv);
+		if (!nv)
+			return ferry_err(FERR_NOMEM, "listing datasets");
+		l->v = nv;
+		l->cap = nc;
+	}
+	snprintf(l->v[l->n].name, sizeof l->v[l->n].name, "%s", name);
+	l->v[l->n++].keep = 0;
+	return 0;
+}
+
+static int tree_cb(struct store_pool *p, const struct store_ds *ds, void *arg)
+{
+	return tree_add(arg, ds->name);
+}
+
+static int tree_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct tree_ds *)a)->name, ((const struct tree_ds *)b)->name);
+}
+
+/* Index of the first name >= key in sorted l. */
+static size_t tree_lower(const struct tree_list *l, const char *key)
+{
+	size_t lo = 0, hi = l->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(l->v[mid].name, key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* 1 when sorted l holds name or a name below it. */
+static int tree_covers(const struct tree_list *l, const char *name)
+{
+	char below[STORE_NAME_MAX + 2];
+	size_t i = tree_lower(l, name), bl;
+	if (i < l->n && !strcmp(l->v[i].name, name))
+		return 1;
+	bl = (size_t)snprintf(below, sizeof below, "%s/", name);
+	if (bl >= sizeof below)
+		return 0;
+	i = tree_lower(l, below);
+	return i < l->n && !strncmp(l->v[i].name, below, bl);
+}
+
+/* recv -F of a TREE package (send -R), once it verified to its end: the
+ * datasets below the receive target that the package does not list, and
+ * that no listed dataset lies below, go with their descendants and
+ * snapshots (with -n: are reported). The target itself and anything
+ * outside it never do. */
+static int pkg_destroy_tree(struct rcv *r)
+{
+	char top[STORE_NAME_MAX + 1];
+	struct tree_list have, listed;
+	struct store_ds ds;
+	int rc;
+	memset(&have, 0, sizeof have);
+	memset(&listed, 0, sizeof listed);
+	if ((rc = map_name(r, r->pkg_top, top, sizeof top)) < 0)
+		return rc;
+	if ((rc = store_ds_lookup(r->p, top, &ds)) < 0) {
+		if (rc != -FERR_NOENT)
+			return rc;
+		ferry_err_clear();
+		return 0;
+	}
+	for (size_t i = 0; i < r->npds; i++) {
+		char name[STORE_NAME_MAX + 1];
+		if ((rc = map_name(r, r->pds[i].name, name, sizeof name)) < 0 ||
+		    (rc = tree_add(&listed, name)) < 0)
+			goto out;
+	}
+	qsort(listed.v, listed.n, sizeof *listed.v, tree_cmp);
+	if ((rc = store_ds_walk(r->p, &ds, -1, tree_cb, &have)) < 0)
+		goto out;
+	qsort(have.v, have.n, sizeof *have.v, tree_cmp);
+	for (size_t i = 0; i < have.n; i++)
+		have.v[i].keep = !strcmp(have.v[i].name, top) || tree_covers(&listed, have.v[i].name);
+	/* parents sort before their children: each unkept dataset is reported,
+	 * and destroyed (recursively) when its parent is kept */
+	for (size_t i = 0; i < have.n && rc == 0; i++) {
+		struct tree_ds *d = &have.v[i];
+		char parent[STORE_NAME_MAX + 1];
+		if (d->keep)
+			continue;
+		note_destroy(r, d->name);
+		snprintf(parent, sizeof parent, "%s", d->name);
+		char *sl = strrchr(parent, '/');
+		if (sl)
+			*sl = 0;
+		size_t pi = tree_lower(&have, parent);
+		if (pi < have.n && !strcmp(have.v[pi].name, parent) && !have.v[pi].keep)
+			continue; /* goes with its parent */
+		if (!r->dryrun)
+			rc = store_ds_destroy(r->p, d->name, 1);
+	}
+out:
+	free(have.v);
+	free(listed.v);
 	return rc;
 }
 
@@ -1345,6 +1495,8 @@ int recv_run(struct store_pool *p, const char *target, struct stream_source *in,
 			goto out;
 		}
 		r.in_pkg = 1;
+		r.pkg_flags = rec.package.flags;
+		r.atomic = !r.dryrun && (o->flags & RECV_FORCE) && !(o->flags & RECV_RESUMABLE);
 		snprintf(r.pkg_top, sizeof r.pkg_top, "%s", rec.package.top);
 		uint32_t nds = rec.package.ndatasets;
 		for (uint32_t i = 0; i < nds; i++) {
@@ -1387,8 +1539,6 @@ int recv_run(struct store_pool *p, const char *target, struct stream_source *in,
 				goto out;
 			begin_copy_free(&bc);
 		}
-		if (!r.dryrun && (o->flags & RECV_FORCE) && (rc = pkg_prune(&r)) < 0)
-			goto out;
 	} else {
 		rc = ferry_err(FERR_CORRUPT, "the stream starts with %s", stream_type_name(rec.type));
 		goto out;
@@ -1399,11 +1549,31 @@ int recv_run(struct store_pool *p, const char *target, struct stream_source *in,
 		rc = ferry_err(FERR_CORRUPT, "records after the end of the stream");
 	if (rc < 0)
 		goto out;
+	/* The package verified to its end: only now may -F destroy what the
+	 * sender no longer has, in the transaction its snapshots commit in. */
+	if (r.in_pkg && (o->flags & RECV_FORCE)) {
+		if ((rc = tx_open(&r)) < 0)
+			goto out;
+		if ((r.pkg_flags & STREAM_F_TREE) && (rc = pkg_destroy_tree(&r)) < 0)
+			goto out;
+		if ((rc = pkg_prune(&r)) < 0)
+			goto out;
+	}
+	if (r.tx) {
+		r.tx = 0;
+		if ((rc = store_tx_commit(p)) < 0)
+			goto out;
+	}
 	r.tot.bytes = stream_decoder_bytes(r.dec);
 	if (st)
 		*st = r.tot;
 	rc = 0;
 out:
+	if (r.tx) {
+		/* a failure anywhere in a -F package: none of it happened */
+		store_tx_rollback(p);
+		r.tx = 0;
+	}
 	begin_copy_free(&bc);
 	if (r.q && r.inflight) {
 		while (r.inflight) {

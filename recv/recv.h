@@ -29,7 +29,9 @@
 
 enum recv_flags {
 	RECV_FORCE = 1 << 0,      /* -F: roll back to the base; with a package, destroy
-				   * snapshots the sender no longer has */
+				   * snapshots the sender no longer has and, with a
+				   * TREE package (send -R), datasets below the target
+				   * it does not list; the package is all or nothing */
 	RECV_RESUMABLE = 1 << 1,  /* -s: keep a partial state on interruption */
 	RECV_DISCARD = 1 << 2,    /* -d: target + sent name without its pool */
 	RECV_LASTNAME = 1 << 3,   /* -e: target + last component of the sent name */
@@ -64,6 +66,10 @@ struct recv_opts {
 	/* Called after each snapshot is committed (or checked, with -n) with
 	 * its full name and the figures of that snapshot. May be NULL. */
 	void (*done)(void *arg, const char *snapshot, const struct recv_stats *st);
+	/* Called with the full name of each dataset or snapshot that -F
+	 * destroys (or, with -n, would destroy) because the sender no longer
+	 * has it, before the package commits. May be NULL. */
+	void (*destroyed)(void *arg, const char *name);
 	void *arg;
 };
 
@@ -72,7 +78,13 @@ struct recv_opts {
  * parent of the received names). Returns 0 or a negative FERR_* code with
  * a detail naming what failed. Nothing is committed for a snapshot whose
  * substream is not whole; snapshots of a package committed before a
- * failure stay. st (may be NULL) gets the totals. */
+ * failure stay, except with RECV_FORCE (and not RECV_RESUMABLE): then the
+ * whole package, its rollbacks and destructions are one catalogue
+ * transaction, committed only after the package verified to its end, so
+ * a corrupt or truncated package leaves the pool as it was (that
+ * transaction holds the catalogue's write lock from the first snapshot
+ * committed to the end of the package). Destruction never happens before
+ * the whole package verified. st (may be NULL) gets the totals. */
 int recv_run(struct store_pool *p, const char *target, struct stream_source *in,
 	     const struct recv_opts *o, struct recv_stats *st) FERRY_WUR;
 

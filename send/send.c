@@ -708,7 +708,8 @@ struct pkg_ds {
 	struct slist snaps;
 	struct plist props;
 	ssize_t from, to; /* indexes in snaps; from -1: full */
-	int include;
+	int include;      /* has substreams (it has the to snapshot) */
+	int listed;       /* has a DATASET record */
 };
 
 static const char *snap_part(const char *s)
@@ -751,7 +752,16 @@ static int send_package(struct snd *s, const struct store_ds *top, const char *t
 					      to_snap);
 				goto out;
 			}
-			continue; /* a child without the snapshot is not sent */
+			/* A child without the snapshot gets no substream, but a
+			 * TREE package lists it all the same (ferry-stream(5)):
+			 * recv -F destroys what the list lacks, and the sender
+			 * still has this one. */
+			if (replicate) {
+				d->listed = 1;
+				if ((r = plist_load(s->p, &d->ds, &d->props)) < 0)
+					goto out;
+			}
+			continue;
 		}
 		d->from = from ? slist_find(&d->snaps, from) : -1;
 		if (from && d->from < 0 && !strcmp(d->ds.name, top->name)) {
@@ -763,26 +773,27 @@ static int send_package(struct snd *s, const struct store_ds *top, const char *t
 				      from, d->ds.name, to_snap);
 			goto out;
 		}
-		d->include = 1;
+		d->include = d->listed = 1;
 		if ((replicate || (s->o->flags & SEND_PROPS)) &&
 		    (r = plist_load(s->p, &d->ds, &d->props)) < 0)
 			goto out;
 	}
 	struct stream_package pk;
 	memset(&pk, 0, sizeof pk);
-	pk.flags = s->flags;
+	/* TREE: the DATASETs are the whole tree; the substreams go without it */
+	pk.flags = s->flags | (replicate ? STREAM_F_TREE : 0);
 	pk.top = top->name;
 	pk.to_snap = to_snap;
 	pk.from_snap = from ? from : "";
 	for (size_t i = 0; i < nds; i++)
-		pk.ndatasets += pd[i].include;
+		pk.ndatasets += pd[i].listed;
 	if (s->enc && (r = stream_encode_package(s->enc, &pk, &s->out)) < 0)
 		goto out;
 	if ((r = counted(s, 40 + strlen(pk.top) + strlen(to_snap) + strlen(pk.from_snap))) < 0)
 		goto out;
 	for (size_t i = 0; i < nds; i++) {
 		struct pkg_ds *d = &pd[i];
-		if (!d->include)
+		if (!d->listed)
 			continue;
 		struct stream_snap *ss = calloc(d->snaps.n ? d->snaps.n : 1, sizeof *ss);
 		if (!ss) {

@@ -428,8 +428,10 @@ static int parse_begin(const struct vctx *c, const uint8_t *p, size_t len, struc
 	b->features_opt = get_le64(p + 24);
 	if ((r = check_features(c, b->features_req)) < 0)
 		return r;
-	if (b->flags & ~STREAM_F_ALL)
-		return vfail(c, 0, "flags: unknown bits 0x%" PRIx32, b->flags & ~STREAM_F_ALL);
+	if (b->flags & STREAM_F_TREE)
+		return vfail(c, 0, "TREE flag on a BEGIN (it belongs to a PACKAGE)");
+	if (b->flags & ~STREAM_F_BEGIN_ALL)
+		return vfail(c, 0, "flags: unknown bits 0x%" PRIx32, b->flags & ~STREAM_F_BEGIN_ALL);
 	b->ds_type = p[32];
 	b->root_type = p[33];
 	if ((r = check_ds_type(c, b->ds_type)) < 0)
@@ -894,9 +896,12 @@ int stream_grammar_step(struct stream_grammar *g, const struct vctx *c,
 		return 0;
 	case G_SUBS:
 		if (rec->type == STREAM_BEGIN) {
-			if (rec->begin.flags != g->pkg_flags)
+			/* parse_begin refused TREE already: compare the rest */
+			if (rec->begin.flags != (g->pkg_flags & ~(uint32_t)STREAM_F_TREE))
 				return vfail(c, 0, "flags 0x%" PRIx32 " differ from the package's 0x%"
-					     PRIx32, rec->begin.flags, g->pkg_flags);
+					     PRIx32 "%s", rec->begin.flags,
+					     g->pkg_flags & ~(uint32_t)STREAM_F_TREE,
+					     (g->pkg_flags & STREAM_F_TREE) ? " without TREE" : "");
 			if (!under_top(g, rec->begin.dataset))
 				return vfail(c, 0, "dataset '%s' is not '%s' or below it",
 					     rec->begin.dataset, g->top);

@@ -69,8 +69,12 @@ enum stream_flags {
 	STREAM_F_PROPS = 1 << 1,      /* send -p: the property list is meaningful */
 	STREAM_F_REPLICATE = 1 << 2,  /* send -R: inside a package */
 	STREAM_F_RESUMED = 1 << 3,    /* resume position is not 0 */
+	/* PACKAGE only (send -R): the DATASETs are the sender's whole tree,
+	 * so a forcing receiver destroys what they do not list. */
+	STREAM_F_TREE = 1 << 4,
 };
-#define STREAM_F_ALL 0xfu
+#define STREAM_F_BEGIN_ALL 0xfu  /* the bits a BEGIN may have */
+#define STREAM_F_ALL 0x1fu       /* the bits a PACKAGE may have */
 
 enum stream_ds_type {
 	STREAM_DS_FILESYSTEM = 1,
@@ -149,7 +153,7 @@ struct stream_end {
 
 struct stream_package {
 	uint16_t version;
-	uint32_t flags; /* REPLICATE and PROPS set, maybe COMPRESSED */
+	uint32_t flags; /* REPLICATE and PROPS set, maybe COMPRESSED and TREE */
 	uint64_t features_req;
 	uint64_t features_opt;
 	uint32_t ndatasets;
@@ -252,7 +256,7 @@ int stream_encode_byref(struct stream_encoder *e, const uint8_t hash[FERRY_HASH_
 int stream_encode_end(struct stream_encoder *e, struct fbuf *out) FERRY_WUR;
 /* A package (send -R): PACKAGE first, then exactly p->ndatasets DATASET
  * records in ascending name order, then BEGIN..END substreams whose flags
- * are the package's, then PACKAGE_END (count and substream count are the
+ * are the package's without STREAM_F_TREE, then PACKAGE_END (count and substream count are the
  * encoder's). Strings and arrays are read during the call only. */
 int stream_encode_package(struct stream_encoder *e, const struct stream_package *p,
 			  struct fbuf *out) FERRY_WUR;

@@ -606,8 +606,9 @@ static void good_vectors(void)
 			{0xa2, STREAM_DS_FILESYSTEM, "tank/home/sub", NULL, 0, ss, 1},
 		};
 		const uint32_t f = STREAM_F_REPLICATE | STREAM_F_PROPS;
-		struct stream_package k = {.flags = f, .ndatasets = 2, .top = "tank/home",
-					   .to_snap = "tue", .from_snap = ""};
+		/* as send -R writes it: TREE on the PACKAGE, not on the BEGINs */
+		struct stream_package k = {.flags = f | STREAM_F_TREE, .ndatasets = 2,
+					   .top = "tank/home", .to_snap = "tue", .from_snap = ""};
 
 		fbuf_init(&s, 1 << 20);
 		CHECK(stream_encoder_new(&e, 0));
@@ -1106,6 +1107,10 @@ static void bad_vectors(void)
 	bad_begin("replicate-outside", &b, "corrupt",
 		  "record 0 (BEGIN): REPLICATE flag outside a package");
 	b = begin_mon();
+	b.flags = STREAM_F_TREE;
+	bad_begin("tree-on-begin", &b, "corrupt",
+		  "record 0 (BEGIN): TREE flag on a BEGIN (it belongs to a PACKAGE)");
+	b = begin_mon();
 	b.root_type = 0;
 	bad_begin("root-type-zero", &b, "corrupt", "record 0 (BEGIN): root node type 0");
 	{
@@ -1296,6 +1301,21 @@ static void bad_vectors(void)
 	bad_package("pkg-flags", &m, "corrupt",
 		    "record 0 (PACKAGE): flags 0x4: a package needs REPLICATE and PROPS, and no "
 		    "RESUMED");
+	m = pkg_default();
+	m.pkg_flags |= 0x20;
+	m.sub_flags |= 0x20;
+	bad_package("pkg-flags-unknown", &m, "corrupt",
+		    "record 0 (PACKAGE): flags: unknown bits 0x20");
+	m = pkg_default();
+	m.pkg_flags |= STREAM_F_TREE;
+	m.sub_flags |= STREAM_F_TREE;
+	bad_package("pkg-sub-tree", &m, "corrupt",
+		    "record 3 (BEGIN): TREE flag on a BEGIN (it belongs to a PACKAGE)");
+	m = pkg_default();
+	m.pkg_flags |= STREAM_F_TREE;
+	m.sub_flags |= STREAM_F_COMPRESSED;
+	bad_package("pkg-tree-sub-flags", &m, "corrupt",
+		    "record 3 (BEGIN): flags 0x7 differ from the package's 0x6 without TREE");
 	m = pkg_default();
 	m.from = "tue";
 	bad_package("pkg-from-equals-to", &m, "corrupt",
