@@ -76,7 +76,7 @@ int cmd_send(int argc, char **argv)
 		{"parsable", no_argument, NULL, 'P'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *usage = "usage: ferry send [-c] [--compress=CODEC] [-p] [-i SNAP|-I SNAP] [-R] "
+	const char *usage = "usage: ferry send [-c] [--compress=CODEC] [-p] [-i SNAP|-i #BOOKMARK|-I SNAP] [-R] "
 			    "[-n] [-v] [-P] SNAPSHOT | ferry send [-v] -t TOKEN";
 	struct send_opts o;
 	struct send_ui ui;

@@ -127,7 +127,9 @@ static int mark_nodes(struct gc *g)
 			     &g->st_mark)) < 0 ||
 	    (r = cat_prepare(g->p, "SELECT type, data FROM nodes WHERE hash = ?", &g->st_node)) < 0)
 		return r;
-	if ((r = cat_prepare(g->p, "SELECT root FROM snapshots", &st)) < 0)
+	/* bookmarks keep their trees' nodes (a send walks them) but no blocks */
+	if ((r = cat_prepare(g->p, "SELECT root FROM snapshots UNION SELECT root FROM bookmarks",
+			     &st)) < 0)
 		return r;
 	while ((s = sqlite3_step(st)) == SQLITE_ROW)
 		if (sqlite3_column_bytes(st, 0) == FERRY_HASH_LEN &&
