@@ -35,13 +35,15 @@ static void substream_cb(void *arg, const char *kind, const char *from, const ch
 		return;
 	}
 	format_nicenum(size, nice, sizeof nice, 1);
+	/* a bookmark base comes as "#mark", a snapshot as its name after '@' */
+	const char *at = *from == '#' ? "" : "@";
 	if (!ui->dry) {
 		if (*from)
-			fprintf(f, "send from @%s to %s\n", from, to);
+			fprintf(f, "send from %s%s to %s\n", at, from, to);
 		else
 			fprintf(f, "full send of %s\n", to);
 	} else if (*from) {
-		fprintf(f, "send from @%s to %s estimated size is %s\n", from, to, nice);
+		fprintf(f, "send from %s%s to %s estimated size is %s\n", at, from, to, nice);
 	} else {
 		fprintf(f, "full send of %s estimated size is %s\n", to, nice);
 	}
