@@ -1,4 +1,6 @@
 /* store/gc.c — reclaiming nodes and blocks no snapshot references.
+ * Bookmark roots are node roots only: the nodes under them stay (a send
+ * from a bookmark walks them), the blocks they name do not.
  *
  * Runs under the pool's gc lock held exclusively, so no writer is adding
  * blocks that could be referencing what gc removes. Each step is ordered for

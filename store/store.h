@@ -597,7 +597,8 @@ struct store_gc_stats {
 	uint64_t nodes_freed, blocks_freed, bytes_freed;
 	uint64_t packs_deleted, packs_rewritten, orphans_deleted;
 };
-/* Reclaims nodes and blocks no snapshot references: packs with no live
+/* Reclaims nodes and blocks no snapshot references (nodes under a
+ * bookmark's root are kept, its blocks are not): packs with no live
  * block are deleted, packs mostly garbage are rewritten (live blocks copied
  * to a new pack, fsynced, catalogue switched, old pack unlinked), then the
  * catalogue is compacted. Waits for no writer: -FERR_BUSY if one runs. */
