@@ -7,10 +7,10 @@
  * keeps its blocklist node, a moved directory its directory node), so
  * those are not sent; blocks the base snapshot references are sent as
  * WRITE_BYREF. A bookmark base has no block references left in the
- * catalogue (its snapshot is gone), so its tree is walked once first to
- * gather the blocks it names: the receiver, holding the snapshot, has them. Every object goes out once per substream (a TEMP-table set)
- * and in post-order: children before the node that names them, the root
- * last. The order is deterministic, so a resume position is a count of
+ * catalogue (its snapshot may be gone), so its tree is walked once first
+ * to gather the blocks it names: the receiver, holding the snapshot, has
+ * them. Every object goes out once per substream (a TEMP-table set) and in
+ * post-order: children before the node that names them, the root last. The order is deterministic, so a resume position is a count of
  * body records. */
 #include <stdio.h>
 #include <stdlib.h>
