@@ -35,6 +35,7 @@ int cmd_get(int argc, char **argv);
 int cmd_set(int argc, char **argv);
 int cmd_inherit(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
+int cmd_bookmark(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
 int cmd_rollback(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
@@ -44,5 +45,7 @@ int cmd_recv(int argc, char **argv);
 /* destroy of snapshots (DATASET@NAME, a%b ranges, -r -n -v -p); argv as
  * for cmd_destroy. cmd_destroy hands names containing '@' to it. */
 int cli_snap_destroy(int argc, char **argv);
+/* destroy of DATASET#BOOKMARK (cmd_snap.c). */
+int cli_bookmark_destroy(int argc, char **argv);
 
 #endif

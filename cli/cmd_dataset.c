@@ -11,16 +11,21 @@
 #include "table.h"
 
 /* Opens the pool holding name and looks the dataset (or, with an '@', the
- * snapshot) up; prints the error. */
+ * snapshot, with a '#', the bookmark) up; prints the error. */
 static int open_ds(const char *name, int flags, const char *verb, struct store_pool **pp,
 		   struct store_ds *ds)
 {
-	int r, snap = strchr(name, '@') != NULL;
-	if ((r = store_name_check(name, snap ? STORE_NAME_SNAPSHOT : STORE_NAME_DATASET)) < 0)
+	int r, snap = strchr(name, '@') != NULL, mark = !snap && strchr(name, '#') != NULL;
+	if ((r = store_name_check(name, snap ? STORE_NAME_SNAPSHOT :
+					mark ? STORE_NAME_BOOKMARK : STORE_NAME_DATASET)) < 0)
 		return cli_fail(r, "cannot %s '%s'", verb, name);
 	if ((r = store_pool_open_for(name, flags, pp)) < 0)
 		return cli_fail(r, "cannot %s '%s'", verb, name);
-	if (snap) {
+	if (mark) {
+		struct store_bookmark b;
+		if ((r = store_bookmark_lookup(*pp, name, &b)) == 0)
+			store_bookmark_to_ds(&b, ds);
+	} else if (snap) {
 		struct store_snap s;
 		if ((r = store_snap_lookup(*pp, name, &s)) == 0)
 			store_snap_to_ds(&s, ds);
@@ -90,21 +95,33 @@ static int print_snaps_destroy(struct store_pool *p, const struct store_snap *s,
 	return 0;
 }
 
+static int print_marks_destroy(struct store_pool *p, const struct store_bookmark *b, void *arg)
+{
+	printf("%s destroy %s\n", (const char *)arg, b->name);
+	return 0;
+}
+
 static int print_tree_destroy(struct store_pool *p, const struct store_ds *ds, void *arg)
 {
 	int r = store_snap_iter(p, ds, print_snaps_destroy, arg);
+	if (r == 0)
+		r = store_bookmark_iter(p, ds, print_marks_destroy, arg);
 	return r ? r : print_would_destroy(p, ds, arg);
 }
 
 int cmd_destroy(int argc, char **argv)
 {
-	const char *usage = "usage: ferry destroy [-r] [-n] [-v] DATASET | DATASET@SNAP[%SNAP][,SNAP]...";
+	const char *usage = "usage: ferry destroy [-r] [-n] [-v] DATASET | DATASET@SNAP[%SNAP][,SNAP]..."
+			    " | DATASET#BOOKMARK";
 	int c, r, recursive = 0, dry = 0, verbose = 0;
 	struct store_pool *p = NULL;
 	struct store_ds ds;
-	for (int i = 1; i < argc; i++)
+	for (int i = 1; i < argc; i++) {
 		if (argv[i][0] != '-' && strchr(argv[i], '@'))
 			return cli_snap_destroy(argc, argv);
+		if (argv[i][0] != '-' && strchr(argv[i], '#'))
+			return cli_bookmark_destroy(argc, argv);
+	}
 	optind = 1;
 	while ((c = getopt(argc, argv, "+rnvp")) != -1) {
 		switch (c) {
@@ -296,15 +313,22 @@ static int list_snap(struct store_pool *p, const struct store_snap *s, void *arg
 	return list_one(p, &ds, arg);
 }
 
+static int list_mark(struct store_pool *p, const struct store_bookmark *b, void *arg)
+{
+	struct store_ds ds;
+	store_bookmark_to_ds(b, &ds);
+	return list_one(p, &ds, arg);
+}
+
 /* A dataset's row, then (when snapshots are asked for) its snapshots'. */
 static int list_row(struct store_pool *p, const struct store_ds *ds, void *arg)
 {
 	struct rowset *rs = arg;
-	if (ds->type == STORE_DS_SNAPSHOT) {
-		/* Only a snapshot named on the command line gets here: shown
-		 * whatever -t says, as zfs list does. */
+	if (ds->type == STORE_DS_SNAPSHOT || ds->type == STORE_DS_BOOKMARK) {
+		/* Only a snapshot or bookmark named on the command line gets
+		 * here: shown whatever -t says, as zfs list does. */
 		int saved = rs->types, r2;
-		rs->types |= 1 << STORE_DS_SNAPSHOT;
+		rs->types |= 1 << ds->type;
 		r2 = list_one(p, ds, arg);
 		rs->types = saved;
 		return r2;
@@ -312,6 +336,8 @@ static int list_row(struct store_pool *p, const struct store_ds *ds, void *arg)
 	int r = list_one(p, ds, arg);
 	if (r == 0 && (rs->types & (1 << STORE_DS_SNAPSHOT)))
 		r = store_snap_iter(p, ds, list_snap, arg);
+	if (r == 0 && (rs->types & (1 << STORE_DS_BOOKMARK)))
+		r = store_bookmark_iter(p, ds, list_mark, arg);
 	return r;
 }
 
@@ -379,9 +405,11 @@ static int parse_types(const char *s, int *types)
 			*types |= 1 << STORE_DS_VOLUME;
 		else if (!strcmp(v[i], "snapshot") || !strcmp(v[i], "snap"))
 			*types |= 1 << STORE_DS_SNAPSHOT;
+		else if (!strcmp(v[i], "bookmark"))
+			*types |= 1 << STORE_DS_BOOKMARK;
 		else if (!strcmp(v[i], "all"))
 			*types |= (1 << STORE_DS_FILESYSTEM) | (1 << STORE_DS_VOLUME) |
-				  (1 << STORE_DS_SNAPSHOT);
+				  (1 << STORE_DS_SNAPSHOT) | (1 << STORE_DS_BOOKMARK);
 		else {
 			cli_free_list(v, n);
 			return -1;
@@ -433,8 +461,10 @@ static int for_targets(int argc, char **argv, int depth, int all_depth, const ch
 			rc = r;
 			continue;
 		}
-		/* A snapshot has no children to walk. */
-		r = ds.type == STORE_DS_SNAPSHOT ? fn(p, &ds, arg) : store_ds_walk(p, &ds, depth, fn, arg);
+		/* A snapshot or bookmark has no children to walk. */
+		r = ds.type == STORE_DS_SNAPSHOT || ds.type == STORE_DS_BOOKMARK
+			    ? fn(p, &ds, arg)
+			    : store_ds_walk(p, &ds, depth, fn, arg);
 		if (r < 0)
 			rc = cli_fail(r, "cannot %s '%s'", verb, argv[i]);
 		store_pool_close(p);
@@ -471,7 +501,7 @@ int cmd_list(int argc, char **argv)
 			break;
 		case 't':
 			if (parse_types(optarg, &rs.types) < 0)
-				return cli_usage("bad type list '%s' (filesystem, volume, snapshot, all)",
+				return cli_usage("bad type list '%s' (filesystem, volume, snapshot, bookmark, all)",
 						 optarg);
 			break;
 		case 'o': cols = optarg; break;
@@ -645,14 +675,24 @@ static int get_snap(struct store_pool *p, const struct store_snap *s, void *arg)
 	return get_one(p, &ds, arg);
 }
 
-/* A dataset's properties, then with -r its snapshots' (as zfs get -r). */
+static int get_mark(struct store_pool *p, const struct store_bookmark *b, void *arg)
+{
+	struct store_ds ds;
+	store_bookmark_to_ds(b, &ds);
+	return get_one(p, &ds, arg);
+}
+
+/* A dataset's properties, then with -r its snapshots' and bookmarks' (as
+ * zfs get -r). */
 static int get_ds(struct store_pool *p, const struct store_ds *ds, void *arg)
 {
 	struct getctx *g = arg;
 	int r = get_one(p, ds, arg);
-	if (r == 0 && g->recursive && ds->type != STORE_DS_SNAPSHOT &&
-	    (g->types & (1 << STORE_DS_SNAPSHOT)))
+	int leaf = ds->type == STORE_DS_SNAPSHOT || ds->type == STORE_DS_BOOKMARK;
+	if (r == 0 && g->recursive && !leaf && (g->types & (1 << STORE_DS_SNAPSHOT)))
 		r = store_snap_iter(p, ds, get_snap, arg);
+	if (r == 0 && g->recursive && !leaf && (g->types & (1 << STORE_DS_BOOKMARK)))
+		r = store_bookmark_iter(p, ds, get_mark, arg);
 	return r;
 }
 
@@ -691,7 +731,8 @@ int cmd_get(int argc, char **argv)
 	json_t *top = NULL;
 	memset(&g, 0, sizeof g);
 	memset(&rs, 0, sizeof rs);
-	g.types = (1 << STORE_DS_FILESYSTEM) | (1 << STORE_DS_VOLUME) | (1 << STORE_DS_SNAPSHOT);
+	g.types = (1 << STORE_DS_FILESYSTEM) | (1 << STORE_DS_VOLUME) | (1 << STORE_DS_SNAPSHOT) |
+		  (1 << STORE_DS_BOOKMARK);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+rd:t:Hpo:", lopts, NULL)) != -1) {
 		char *end;

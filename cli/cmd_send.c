@@ -35,13 +35,15 @@ static void substream_cb(void *arg, const char *kind, const char *from, const ch
 		return;
 	}
 	format_nicenum(size, nice, sizeof nice, 1);
+	/* a bookmark base comes as "#mark", a snapshot as its name after '@' */
+	const char *at = *from == '#' ? "" : "@";
 	if (!ui->dry) {
 		if (*from)
-			fprintf(f, "send from @%s to %s\n", from, to);
+			fprintf(f, "send from %s%s to %s\n", at, from, to);
 		else
 			fprintf(f, "full send of %s\n", to);
 	} else if (*from) {
-		fprintf(f, "send from @%s to %s estimated size is %s\n", from, to, nice);
+		fprintf(f, "send from %s%s to %s estimated size is %s\n", at, from, to, nice);
 	} else {
 		fprintf(f, "full send of %s estimated size is %s\n", to, nice);
 	}
@@ -76,7 +78,7 @@ int cmd_send(int argc, char **argv)
 		{"parsable", no_argument, NULL, 'P'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *usage = "usage: ferry send [-c] [--compress=CODEC] [-p] [-i SNAP|-I SNAP] [-R] "
+	const char *usage = "usage: ferry send [-c] [--compress=CODEC] [-p] [-i SNAP|-i #BOOKMARK|-I SNAP] [-R] "
 			    "[-n] [-v] [-P] SNAPSHOT | ferry send [-v] -t TOKEN";
 	struct send_opts o;
 	struct send_ui ui;

@@ -455,3 +455,71 @@ fail:
 	store_pool_close(p);
 	return cli_fail(r, "cannot destroy '%s'", spec);
 }
+
+/* ferry bookmark SNAPSHOT|BOOKMARK BOOKMARK: the new bookmark may be given
+ * as #NAME (in the source's dataset), as zfs allows. */
+int cmd_bookmark(int argc, char **argv)
+{
+	const char *usage = "usage: ferry bookmark DATASET@SNAP|DATASET#BOOKMARK DATASET#BOOKMARK";
+	char dst[2 * STORE_NAME_MAX + 2];
+	int c, r;
+	optind = 1;
+	if ((c = getopt(argc, argv, "+")) != -1)
+		return cli_bad_option(argv, usage);
+	if (argc - optind != 2)
+		return cli_usage("%s", usage);
+	const char *src = argv[optind], *name = argv[optind + 1];
+	if (!strchr(src, '@') && !strchr(src, '#'))
+		return cli_fail(ferry_err(FERR_NAME, "'%s' is not a snapshot or a bookmark", src),
+				"cannot create bookmark '%s'", name);
+	if (name[0] == '#')
+		snprintf(dst, sizeof dst, "%.*s%s", (int)strcspn(src, "@#"), src, name);
+	else
+		snprintf(dst, sizeof dst, "%s", name);
+	if (!strchr(dst, '#'))
+		return cli_fail(ferry_err(FERR_NAME, "'%s' is not a bookmark name (DATASET#NAME)", dst),
+				"cannot create bookmark '%s'", name);
+	struct store_pool *p = NULL;
+	if ((r = store_name_check(dst, STORE_NAME_BOOKMARK)) < 0 ||
+	    (r = store_pool_open_for(src, 0, &p)) < 0 ||
+	    (r = store_bookmark_create(p, src, dst)) < 0) {
+		store_pool_close(p);
+		return cli_fail(r, "cannot create bookmark '%s'", dst);
+	}
+	store_pool_close(p);
+	return EXIT_OK;
+}
+
+/* destroy [-n] [-v] [-p] DATASET#BOOKMARK (called by cmd_destroy for names
+ * with '#'). A bookmark holds no blocks, so nothing is reclaimed. */
+int cli_bookmark_destroy(int argc, char **argv)
+{
+	const char *usage = "usage: ferry destroy [-n] [-v] [-p] DATASET#BOOKMARK";
+	int c, r, dry = 0, verbose = 0, exact = 0;
+	optind = 1;
+	while ((c = getopt(argc, argv, "+nvpf")) != -1) {
+		switch (c) {
+		case 'n': dry = 1; break;
+		case 'v': verbose = 1; break;
+		case 'p': exact = 1; break;
+		case 'f': break;
+		default: return cli_usage("%s", usage);
+		}
+	}
+	if (argc - optind != 1)
+		return cli_usage("%s", usage);
+	const char *name = argv[optind];
+	struct store_pool *p = NULL;
+	struct store_bookmark b;
+	if ((r = store_name_check(name, STORE_NAME_BOOKMARK)) < 0 ||
+	    (r = store_pool_open_for(name, dry ? STORE_OPEN_RDONLY : 0, &p)) < 0 ||
+	    (r = store_bookmark_lookup(p, name, &b)) < 0 ||
+	    (!dry && (r = store_bookmark_destroy(p, &b)) < 0)) {
+		store_pool_close(p);
+		return cli_fail(r, "cannot destroy '%s'", name);
+	}
+	store_pool_close(p);
+	if (verbose)
+		printf(exact ? "%sdestroy\t%s\n" : "%sdestroy %s\n", dry ? "would " : "", b.name);
+	return EXIT_OK;
+}

@@ -6,9 +6,11 @@
  * nodes that the second pass may meet again elsewhere (a renamed file
  * keeps its blocklist node, a moved directory its directory node), so
  * those are not sent; blocks the base snapshot references are sent as
- * WRITE_BYREF. Every object goes out once per substream (a TEMP-table set)
- * and in post-order: children before the node that names them, the root
- * last. The order is deterministic, so a resume position is a count of
+ * WRITE_BYREF. A bookmark base has no block references left in the
+ * catalogue (its snapshot may be gone), so its tree is walked once first
+ * to gather the blocks it names: the receiver, holding the snapshot, has
+ * them. Every object goes out once per substream (a TEMP-table set) and in
+ * post-order: children before the node that names them, the root last. The order is deterministic, so a resume position is a count of
  * body records. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +31,9 @@ struct snd {
 	struct send_stats st;
 	struct store_hset *sent;    /* objects already in this substream */
 	struct store_hset *base;    /* nodes the base holds (first pass) */
-	int64_t base_id;            /* base snapshot id, 0 for a full stream */
+	int64_t base_id;            /* base snapshot id, 0 for a full stream or a bookmark */
+	struct store_hset *base_blocks; /* a bookmark base: the blocks (and nodes) its tree names */
+	int mark_depth;             /* mark_blocks: depth of the directory index being read */
 	int collect;                /* first pass: gather, emit nothing */
 	uint64_t seq, skip;         /* body records so far; resume: not written up to skip */
 	unsigned flags;             /* stream flags */
@@ -212,6 +216,8 @@ static int emit_block(struct snd *s, const uint8_t *hash, uint64_t len)
 	if ((r = store_hset_add(s->sent, key, sizeof key, 0)) <= 0)
 		return r;
 	if (s->base_id && (inbase = store_snap_has_block(s->p, s->base_id, hash)) < 0)
+		return inbase;
+	if (s->base_blocks && (inbase = store_hset_get(s->base_blocks, key, sizeof key, NULL)) < 0)
 		return inbase;
 	if (!body_next(s))
 		return 0;
@@ -410,6 +416,81 @@ out:
 	return r;
 }
 
+/* ---- a bookmark base: the blocks its tree names ------------------------------------ */
+
+static int mark_blocks(struct snd *s, const uint8_t *hash, int depth);
+
+/* A chunk of a directory index met by mark_blocks. */
+static int mark_chunk(struct snd *s, const uint8_t *hash)
+{
+	return mark_blocks(s, hash, s->mark_depth + 1);
+}
+
+/* Adds to s->base_blocks every block under node hash (type from the read),
+ * visiting each node once (its 'N' key in the same set). */
+static int mark_blocks(struct snd *s, const uint8_t *hash, int depth)
+{
+	uint8_t key[KEY_LEN];
+	struct fbuf b;
+	struct node_extent *x = NULL;
+	struct node_index_child *k = NULL;
+	struct node_dir d;
+	struct node_xattr *xa = NULL;
+	size_t n = 0;
+	int r, t;
+	if (depth > 4096)
+		return ferry_err(FERR_CORRUPT, "base tree deeper than 4096 levels");
+	mkkey(key, 'N', hash);
+	if ((r = store_hset_add(s->base_blocks, key, sizeof key, 0)) <= 0)
+		return r;
+	memset(&d, 0, sizeof d);
+	fbuf_init(&b, NODE_MAX);
+	if ((r = store_node_read(s->rd, hash, &t, &b)) < 0)
+		goto out;
+	if (t == NODE_BLOCKLIST) {
+		if ((r = node_bl_decode(b.data, b.len, &x, &n)) < 0)
+			goto out;
+		for (size_t i = 0; i < n && r >= 0; i++) {
+			if (x[i].hole)
+				continue;
+			mkkey(key, 'B', x[i].hash);
+			r = store_hset_add(s->base_blocks, key, sizeof key, 0);
+		}
+	} else if (t == NODE_BLOCKLIST_INDEX) {
+		if ((r = node_bli_decode(b.data, b.len, &k, &n)) < 0)
+			goto out;
+		for (size_t i = 0; i < n && r >= 0; i++)
+			r = mark_blocks(s, k[i].hash, depth + 1);
+	} else if (t == NODE_DIR) {
+		if ((r = node_dir_decode(b.data, b.len, &d)) < 0)
+			goto out;
+		for (size_t i = 0; i < d.n && r >= 0; i++)
+			if (d.ents[i].child_type)
+				r = mark_blocks(s, d.ents[i].child, depth + 1);
+	} else if (t == NODE_EXT && b.len > 0 && b.data[0] == NODE_EXT_ROOT) {
+		struct node_entry e;
+		int kind;
+		if ((r = node_root_decode(b.data, b.len, &kind, &e, &xa)) < 0)
+			goto out;
+		if (e.child_type)
+			r = mark_blocks(s, e.child, depth + 1);
+	} else if (t == NODE_EXT) {
+		int saved = s->mark_depth;
+		s->mark_depth = depth;
+		r = dir_chunks(s, hash, mark_chunk);
+		s->mark_depth = saved;
+	} else {
+		r = ferry_err(FERR_CORRUPT, "base tree has a node of type %d", t);
+	}
+out:
+	free(x);
+	free(k);
+	free(xa);
+	node_dir_release(&d);
+	fbuf_release(&b);
+	return r < 0 ? r : 0;
+}
+
 /* Walks root (against base root oroot, or NULL) once. */
 static int walk_root(struct snd *s, const uint8_t *root, const uint8_t *oroot)
 {
@@ -563,9 +644,10 @@ static size_t begin_size(const struct stream_begin *b)
 }
 
 /* Sends snapshot to (against base, or full when base is NULL) as one
- * BEGIN..END; props (may be NULL) go into the BEGIN. */
+ * BEGIN..END; props (may be NULL) go into the BEGIN. base_mark: base is a
+ * bookmark (id 0, snapname "#mark"), whose blocks are found by its tree. */
 static int send_one(struct snd *s, const struct store_snap *to, const struct store_snap *base,
-		    const struct plist *props, uint64_t resume)
+		    int base_mark, const struct plist *props, uint64_t resume)
 {
 	struct stream_begin b;
 	char ds[STORE_NAME_MAX + 1];
@@ -600,7 +682,12 @@ static int send_one(struct snd *s, const struct store_snap *to, const struct sto
 		return r;
 	s->seq = 0;
 	s->skip = resume;
-	s->base_id = base ? base->id : 0;
+	s->base_id = base && !base_mark ? base->id : 0;
+	if (base && base_mark) {
+		if ((r = store_hset_new(s->p, 1, &s->base_blocks)) < 0 ||
+		    (r = mark_blocks(s, base->root, 0)) < 0)
+			goto out;
+	}
 	if (base) {
 		if ((r = store_hset_new(s->p, 1, &s->base)) < 0)
 			goto out;
@@ -628,7 +715,8 @@ static int send_one(struct snd *s, const struct store_snap *to, const struct sto
 out:
 	store_hset_free(s->sent);
 	store_hset_free(s->base);
-	s->sent = s->base = NULL;
+	store_hset_free(s->base_blocks);
+	s->sent = s->base = s->base_blocks = NULL;
 	return r;
 }
 
@@ -833,7 +921,7 @@ static int send_package(struct snd *s, const struct store_ds *top, const char *t
 		if (d->from >= 0 && !all)
 			start = d->to;
 		for (ssize_t j = start; j <= d->to; j++) {
-			if ((r = send_one(s, &d->snaps.v[j], prev, NULL, 0)) < 0)
+			if ((r = send_one(s, &d->snaps.v[j], prev, 0, NULL, 0)) < 0)
 				goto out;
 			prev = &d->snaps.v[j];
 		}
@@ -853,17 +941,63 @@ out:
 
 /* ---- entry ---------------------------------------------------------------------------- */
 
+/* A bookmark as an incremental base: id 0 (no block references), snapname
+ * "#mark" (as -v prints it). */
+static void mark_to_base(const struct store_bookmark *b, struct store_snap *out)
+{
+	memset(out, 0, sizeof *out);
+	out->ds_id = b->ds_id;
+	snprintf(out->name, sizeof out->name, "%s", b->name);
+	snprintf(out->snapname, sizeof out->snapname, "#%s", b->markname);
+	out->guid = b->guid;
+	out->createtxg = b->createtxg;
+	out->creation = b->creation;
+	out->creation_ns = b->creation_ns;
+	memcpy(out->root, b->root, FERRY_HASH_LEN);
+	out->ds_type = b->ds_type;
+}
+
+/* The base named by -i: "@snap", "snap", "ds@snap", "#mark" or "ds#mark";
+ * *mark is 1 for a bookmark. */
 static int lookup_base(struct store_pool *p, const char *dsname, const char *from,
-		       struct store_snap *out)
+		       struct store_snap *out, int *mark)
 {
 	char full[2 * STORE_NAME_MAX + 2];
-	if (from[0] == '#')
-		return ferry_err(FERR_UNSUPPORTED, "bookmarks are not supported by this pool yet");
+	*mark = 0;
+	if (strchr(from, '#')) {
+		struct store_bookmark b;
+		int r;
+		if (from[0] == '#')
+			snprintf(full, sizeof full, "%s%s", dsname, from);
+		else
+			snprintf(full, sizeof full, "%s", from);
+		if ((r = store_bookmark_lookup(p, full, &b)) < 0)
+			return r;
+		mark_to_base(&b, out);
+		*mark = 1;
+		return 0;
+	}
 	if (strchr(from, '@') && from[0] != '@')
 		snprintf(full, sizeof full, "%s", from);
 	else
 		snprintf(full, sizeof full, "%s@%s", dsname, snap_part(from));
 	return store_snap_lookup(p, full, out);
+}
+
+struct mark_find {
+	uint64_t guid;
+	struct store_snap *out;
+	int found;
+};
+
+static int mark_find_cb(struct store_pool *p, const struct store_bookmark *b, void *arg)
+{
+	struct mark_find *f = arg;
+	if (b->guid != f->guid)
+		return 0;
+	mark_to_base(b, f->out);
+	f->found = 1;
+	return 1;
 }
 
 int send_run(struct store_pool *p, const char *snap, const struct send_opts *o,
@@ -928,12 +1062,20 @@ int send_run(struct store_pool *p, const char *snap, const struct send_opts *o,
 			r = ferry_err(FERR_INVAL, "-I needs a base snapshot");
 			goto out;
 		}
+		if (from && strchr(from, '#')) {
+			/* a package names its base snapshot and lists the
+			 * sender's snapshots; a bookmark is neither */
+			r = ferry_err(FERR_UNSUPPORTED, "-I and -R need a snapshot as base, not a "
+				      "bookmark (use -i %s)", from);
+			goto out;
+		}
 		s.flags |= STREAM_F_REPLICATE | STREAM_F_PROPS;
 		r = send_package(&s, &ds, to.snapname);
 	} else {
 		const struct store_snap *bp = NULL;
+		int base_mark = 0;
 		if (o->token && tok.from_guid) {
-			/* the base is the snapshot of that guid */
+			/* the base is the snapshot of that guid, or a bookmark of it */
 			struct slist l;
 			if ((r = slist_load(p, &ds, &l)) < 0)
 				goto out;
@@ -943,17 +1085,24 @@ int send_run(struct store_pool *p, const char *snap, const struct send_opts *o,
 					bp = &base;
 				}
 			free(l.v);
+			struct mark_find mf = {tok.from_guid, &base, 0};
+			if (!bp && (r = store_bookmark_iter(p, &ds, mark_find_cb, &mf)) < 0)
+				goto out;
+			if (!bp && mf.found) {
+				bp = &base;
+				base_mark = 1;
+			}
 			if (!bp) {
 				r = ferry_err(FERR_NOENT, "the token's base snapshot (guid %llu) is gone",
 					      (unsigned long long)tok.from_guid);
 				goto out;
 			}
 		} else if (from) {
-			if ((r = lookup_base(p, dsname, from, &base)) < 0)
+			if ((r = lookup_base(p, dsname, from, &base, &base_mark)) < 0)
 				goto out;
 			if (base.ds_id != to.ds_id) {
-				r = ferry_err(FERR_INVAL, "'%s' is not a snapshot of '%s'", base.name,
-					      dsname);
+				r = ferry_err(FERR_INVAL, "'%s' is not a %s of '%s'", base.name,
+					      base_mark ? "bookmark" : "snapshot", dsname);
 				goto out;
 			}
 			if (base.createtxg >= to.createtxg) {
@@ -969,7 +1118,7 @@ int send_run(struct store_pool *p, const char *snap, const struct send_opts *o,
 		}
 		if ((s.flags & STREAM_F_PROPS) && (r = plist_load(p, &ds, &props)) < 0)
 			goto out;
-		r = send_one(&s, &to, bp, &props, resume);
+		r = send_one(&s, &to, bp, base_mark, &props, resume);
 	}
 	if (r < 0)
 		goto out;
@@ -981,6 +1130,7 @@ out:
 	plist_release(&props);
 	store_hset_free(s.sent);
 	store_hset_free(s.base);
+	store_hset_free(s.base_blocks);
 	stream_encoder_free(s.enc);
 	store_reader_free(s.rd);
 	fbuf_release(&s.out);

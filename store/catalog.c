@@ -64,7 +64,7 @@ static const char schema[] =
 	"  source INTEGER NOT NULL," /* enum store_prop_source: local or received */
 	"  PRIMARY KEY(ds_id, name, source));";
 
-/* Blocks, nodes and snapshots (issue 3). Kept apart from the base schema
+/* Blocks, nodes, snapshots, partial receives and bookmarks. Kept apart from the base schema
  * so pools made before these tables existed get them on their next open. */
 static const char schema_snap[] =
 	"CREATE TABLE IF NOT EXISTS packs("
@@ -117,7 +117,20 @@ static const char schema_snap[] =
 	"  ds TEXT NOT NULL, hash BLOB NOT NULL, type INTEGER NOT NULL, data BLOB NOT NULL,"
 	"  PRIMARY KEY(ds, hash)) WITHOUT ROWID;"
 	"CREATE TABLE IF NOT EXISTS recv_partial_objs("
-	"  ds TEXT NOT NULL, k BLOB NOT NULL, v INTEGER NOT NULL, PRIMARY KEY(ds, k)) WITHOUT ROWID;";
+	"  ds TEXT NOT NULL, k BLOB NOT NULL, v INTEGER NOT NULL, PRIMARY KEY(ds, k)) WITHOUT ROWID;"
+	/* bookmarks (store/bookmark.c): a snapshot's identity and root; gc
+	 * keeps the nodes under root, not the blocks */
+	"CREATE TABLE IF NOT EXISTS bookmarks("
+	"  id INTEGER PRIMARY KEY,"
+	"  ds_id INTEGER NOT NULL REFERENCES datasets(id),"
+	"  name TEXT NOT NULL,"        /* after the '#' */
+	"  guid INTEGER NOT NULL,"     /* the snapshot's */
+	"  createtxg INTEGER NOT NULL,"
+	"  creation_ns INTEGER NOT NULL,"
+	"  root_type INTEGER NOT NULL,"
+	"  root BLOB NOT NULL,"
+	"  UNIQUE(ds_id, name));"
+	"CREATE INDEX IF NOT EXISTS bookmarks_guid ON bookmarks(ds_id, guid);";
 
 int cat_schema_create(struct store_pool *p)
 {
@@ -131,7 +144,7 @@ int cat_schema_snap(struct store_pool *p)
 {
 	sqlite3_stmt *st = NULL;
 	int have = 0;
-	int r = cat_prepare(p, "SELECT count(*) FROM sqlite_master WHERE name = 'recv_partial'", &st);
+	int r = cat_prepare(p, "SELECT count(*) FROM sqlite_master WHERE name = 'bookmarks'", &st);
 	if (r < 0)
 		return r;
 	if (sqlite3_step(st) == SQLITE_ROW)

@@ -14,6 +14,7 @@ const char *store_ds_type_name(int type)
 	case STORE_DS_FILESYSTEM: return "filesystem";
 	case STORE_DS_VOLUME: return "volume";
 	case STORE_DS_SNAPSHOT: return "snapshot";
+	case STORE_DS_BOOKMARK: return "bookmark";
 	default: return "unknown";
 	}
 }

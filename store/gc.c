@@ -1,4 +1,6 @@
 /* store/gc.c — reclaiming nodes and blocks no snapshot references.
+ * Bookmark roots are node roots only: the nodes under them stay (a send
+ * from a bookmark walks them), the blocks they name do not.
  *
  * Runs under the pool's gc lock held exclusively, so no writer is adding
  * blocks that could be referencing what gc removes. Each step is ordered for
@@ -127,7 +129,9 @@ static int mark_nodes(struct gc *g)
 			     &g->st_mark)) < 0 ||
 	    (r = cat_prepare(g->p, "SELECT type, data FROM nodes WHERE hash = ?", &g->st_node)) < 0)
 		return r;
-	if ((r = cat_prepare(g->p, "SELECT root FROM snapshots", &st)) < 0)
+	/* bookmarks keep their trees' nodes (a send walks them) but no blocks */
+	if ((r = cat_prepare(g->p, "SELECT root FROM snapshots UNION SELECT root FROM bookmarks",
+			     &st)) < 0)
 		return r;
 	while ((s = sqlite3_step(st)) == SQLITE_ROW)
 		if (sqlite3_column_bytes(st, 0) == FERRY_HASH_LEN &&

@@ -46,6 +46,8 @@ int registry_del(const char *name) FERRY_WUR;
 /* Removes what a dataset owns (snapshots, block references) before its
  * catalogue row is deleted; inside the caller's transaction (space.c). */
 int ds_destroy_contents(struct store_pool *p, const struct store_ds *ds) FERRY_WUR;
+/* Deletes the bookmarks of ds (bookmark.c), inside the caller's transaction. */
+int bm_destroy_ds(struct store_pool *p, const struct store_ds *ds) FERRY_WUR;
 
 /* store_prop_set that also accepts create-only properties (create_time). */
 int prop_set(struct store_pool *p, const struct store_ds *ds,

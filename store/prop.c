@@ -11,7 +11,10 @@
 #include "internal.h"
 
 enum prop_kind { PK_CODEC, PK_RECSIZE, PK_VOLSIZE, PK_VOLBLOCK, PK_PATH, PK_RO };
-enum { T_FS = 1 << STORE_DS_FILESYSTEM, T_VOL = 1 << STORE_DS_VOLUME, T_SNAP = 1 << STORE_DS_SNAPSHOT };
+enum {
+	T_FS = 1 << STORE_DS_FILESYSTEM, T_VOL = 1 << STORE_DS_VOLUME, T_SNAP = 1 << STORE_DS_SNAPSHOT,
+	T_BM = 1 << STORE_DS_BOOKMARK,
+};
 enum { SET_NO, SET_YES, SET_CREATE };
 
 struct prop_def {
@@ -26,8 +29,8 @@ struct prop_def {
 
 /* In `get all` order, as zfs lists them. */
 static const struct prop_def props_table[] = {
-	{"type", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
-	{"creation", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
+	{"type", PK_RO, T_FS | T_VOL | T_SNAP | T_BM, SET_NO, 0, 1, NULL},
+	{"creation", PK_RO, T_FS | T_VOL | T_SNAP | T_BM, SET_NO, 0, 1, NULL},
 	{"used", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
 	{"available", PK_RO, T_FS | T_VOL, SET_NO, 0, 1, NULL},
 	{"referenced", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
@@ -37,14 +40,14 @@ static const struct prop_def props_table[] = {
 	{"volblocksize", PK_VOLBLOCK, T_VOL, SET_CREATE, 0, 1, "16384"},
 	{"compression", PK_CODEC, T_FS | T_VOL, SET_YES, 1, 1, "on"},
 	{"source", PK_PATH, T_FS, SET_YES, 0, 1, "none"},
-	{"guid", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
-	{"createtxg", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
+	{"guid", PK_RO, T_FS | T_VOL | T_SNAP | T_BM, SET_NO, 0, 1, NULL},
+	{"createtxg", PK_RO, T_FS | T_VOL | T_SNAP | T_BM, SET_NO, 0, 1, NULL},
 	{"usedbysnapshots", PK_RO, T_FS | T_VOL, SET_NO, 0, 1, NULL},
 	{"refcompressratio", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
 	{"written", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
 	{"logicalused", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
 	{"logicalreferenced", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
-	{"name", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 0, NULL},
+	{"name", PK_RO, T_FS | T_VOL | T_SNAP | T_BM, SET_NO, 0, 0, NULL},
 	{"receive_resume_token", PK_RO, T_FS | T_VOL, SET_NO, 0, 0, NULL}, /* recv -s, xfer.c */
 };
 #define NPROPS (sizeof props_table / sizeof props_table[0])
@@ -305,6 +308,13 @@ int store_prop_get(struct store_pool *p, const struct store_ds *ds, const char *
 		if (!user_prop_name(name))
 			return ferry_err(FERR_PROP, "invalid property '%s'", name);
 		snprintf(out->name, sizeof out->name, "%s", name);
+		if (ds->type == STORE_DS_BOOKMARK) {
+			/* a bookmark has no properties of its own (as in zfs) */
+			snprintf(out->value, sizeof out->value, "-");
+			snprintf(out->exact, sizeof out->exact, "-");
+			out->source = STORE_SRC_NONE;
+			return 0;
+		}
 		if (ds->type == STORE_DS_SNAPSHOT) {
 			/* A snapshot shows its dataset's user properties as inherited. */
 			struct store_ds parent;
@@ -405,6 +415,8 @@ int store_prop_all(struct store_pool *p, const struct store_ds *ds, store_prop_f
 			goto out;
 	}
 	struct store_ds owner = *ds;
+	if (ds->type == STORE_DS_BOOKMARK)
+		goto out;
 	if (ds->type == STORE_DS_SNAPSHOT && (r = ds_load_by_id(p, ds->parent_id, &owner)) < 0)
 		goto out;
 	if ((r = user_names(p, &owner, &names, &n)) < 0)
@@ -450,8 +462,9 @@ int prop_set(struct store_pool *p, const struct store_ds *ds,
 	int r;
 	if (source != STORE_SRC_LOCAL && source != STORE_SRC_RECEIVED)
 		return ferry_err(FERR_INVAL, "property source must be local or received");
-	if (ds->type == STORE_DS_SNAPSHOT)
-		return ferry_err(FERR_PROP, "snapshot properties cannot be changed");
+	if (ds->type == STORE_DS_SNAPSHOT || ds->type == STORE_DS_BOOKMARK)
+		return ferry_err(FERR_PROP, "%s properties cannot be changed",
+				 store_ds_type_name(ds->type));
 	/* Validate everything first: all or nothing. */
 	for (size_t i = 0; i < n; i++)
 		if ((r = store_prop_validate(props[i].name, props[i].value, ds->type,
@@ -505,8 +518,9 @@ int store_prop_inherit(struct store_pool *p, const struct store_ds *ds, const ch
 		return ferry_err(FERR_PROP, "property '%s' can be set only at creation", d->name);
 	if (d && !strcmp(d->name, "volsize"))
 		return ferry_err(FERR_PROP, "property 'volsize' cannot be inherited");
-	if (ds->type == STORE_DS_SNAPSHOT)
-		return ferry_err(FERR_PROP, "snapshot properties cannot be changed");
+	if (ds->type == STORE_DS_SNAPSHOT || ds->type == STORE_DS_BOOKMARK)
+		return ferry_err(FERR_PROP, "%s properties cannot be changed",
+				 store_ds_type_name(ds->type));
 	const char *arg[2] = {d ? d->name : name, revert_received ? "" : NULL};
 	if ((r = store_tx_begin(p)) < 0)
 		return r;

@@ -104,6 +104,8 @@ int store_ds_space(struct store_pool *p, const struct store_ds *ds, struct store
 int ds_destroy_contents(struct store_pool *p, const struct store_ds *ds)
 {
 	int r;
+	if ((r = bm_destroy_ds(p, ds)) < 0)
+		return r;
 	if ((r = cat_exec_i64(p, "DELETE FROM snap_blocks WHERE snap_id IN (SELECT id FROM"
 				 " snapshots WHERE ds_id = ?)", ds->id)) < 0)
 		return r;

@@ -92,7 +92,9 @@ int store_tx_commit(struct store_pool *p) FERRY_WUR;
 void store_tx_rollback(struct store_pool *p);
 
 /* ---- datasets ------------------------------------------------------------- */
-enum store_ds_type { STORE_DS_FILESYSTEM = 1, STORE_DS_VOLUME = 2, STORE_DS_SNAPSHOT = 3 };
+enum store_ds_type {
+	STORE_DS_FILESYSTEM = 1, STORE_DS_VOLUME = 2, STORE_DS_SNAPSHOT = 3, STORE_DS_BOOKMARK = 4,
+};
 const char *store_ds_type_name(int type);
 
 struct store_ds {
@@ -495,6 +497,45 @@ int store_snap_destroy(struct store_pool *p, const struct store_snap *list, size
  * destroyed when recursive, else -FERR_EXISTS naming the first of them. */
 int store_snap_rollback(struct store_pool *p, const struct store_snap *s, int recursive) FERRY_WUR;
 
+/* ---- bookmarks (bookmark.c) ------------------------------------------------
+ * pool/ds#mark: a snapshot's guid, creation order and time and its root
+ * node, kept after the snapshot is gone so it can be the base of an
+ * incremental send. gc keeps the nodes under a bookmark's root, not its
+ * blocks. */
+struct store_bookmark {
+	int64_t id;
+	int64_t ds_id;
+	char name[STORE_NAME_MAX + 1];     /* full: pool/ds#mark */
+	char markname[STORE_NAME_MAX + 1]; /* after the '#' */
+	uint64_t guid;                     /* the snapshot's */
+	uint64_t createtxg;                /* the snapshot's */
+	int64_t creation;                  /* seconds since the epoch */
+	uint64_t creation_ns;
+	int root_type;                     /* node type of root (NODE_EXT) */
+	uint8_t root[FERRY_HASH_LEN];
+	int ds_type;                       /* filesystem or volume */
+};
+/* Creates bookmark name ("pool/ds#mark") from source, a snapshot
+ * ("pool/ds@snap") or another bookmark ("pool/ds#other") of the same
+ * dataset. -FERR_NAME for a bad name, -FERR_INVAL when the datasets differ,
+ * -FERR_NOENT when the source is missing, -FERR_EXISTS when name is taken;
+ * nothing changes on any error. */
+int store_bookmark_create(struct store_pool *p, const char *source, const char *name) FERRY_WUR;
+/* Looks up "pool/ds#mark"; -FERR_NOENT if absent. */
+int store_bookmark_lookup(struct store_pool *p, const char *name,
+			  struct store_bookmark *out) FERRY_WUR;
+/* Removes bookmark b (as looked up); -FERR_NOENT if it is gone. */
+int store_bookmark_destroy(struct store_pool *p, const struct store_bookmark *b) FERRY_WUR;
+/* Calls fn for each bookmark of ds in creation order (then by name); stops
+ * at and returns fn's first nonzero result. b lives for the call only. */
+typedef int (*store_bookmark_fn)(struct store_pool *p, const struct store_bookmark *b, void *arg);
+int store_bookmark_iter(struct store_pool *p, const struct store_ds *ds, store_bookmark_fn fn,
+			void *arg) FERRY_WUR;
+/* A bookmark as a store_ds of type STORE_DS_BOOKMARK (id = bookmark id,
+ * parent_id = its dataset's id) for store_prop_get: name, type, guid,
+ * createtxg and creation; space figures are "-". */
+void store_bookmark_to_ds(const struct store_bookmark *b, struct store_ds *out);
+
 /* ---- capture (capture*.c) -------------------------------------------------- */
 struct store_capture_stats {
 	uint64_t files_read, files_reused, files_changed_during, dirs, symlinks, specials;
@@ -556,7 +597,8 @@ struct store_gc_stats {
 	uint64_t nodes_freed, blocks_freed, bytes_freed;
 	uint64_t packs_deleted, packs_rewritten, orphans_deleted;
 };
-/* Reclaims nodes and blocks no snapshot references: packs with no live
+/* Reclaims nodes and blocks no snapshot references (nodes under a
+ * bookmark's root are kept, its blocks are not): packs with no live
  * block are deleted, packs mostly garbage are rewritten (live blocks copied
  * to a new pack, fsynced, catalogue switched, old pack unlinked), then the
  * catalogue is compacted. Waits for no writer: -FERR_BUSY if one runs. */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -43,6 +44,11 @@ static void test_names(void **state)
 		{"tank/a", STORE_NAME_SNAPSHOT, 0},
 		{"tank/a#m", STORE_NAME_BOOKMARK, 1},
 		{"tank/a#m@s", STORE_NAME_BOOKMARK, 0},
+		{"tank/a#", STORE_NAME_BOOKMARK, 0},
+		{"tank/a#b#c", STORE_NAME_BOOKMARK, 0},
+		{"tank/a#b/c", STORE_NAME_BOOKMARK, 0},
+		{"tank/a", STORE_NAME_BOOKMARK, 0},
+		{"tank#m", STORE_NAME_BOOKMARK, 1},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		int r = store_name_check(cases[i].n, cases[i].kind);
@@ -169,6 +175,91 @@ static void test_pool_and_datasets(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+static int count_cb(struct store_pool *p, const struct store_bookmark *b, void *arg)
+{
+	(*(int *)arg)++;
+	return 0;
+}
+
+static void test_bookmarks(void **state)
+{
+	char path[512], src[512];
+	struct store_pool *p = NULL;
+	struct store_ds ds, bds;
+	struct store_snap sn;
+	struct store_bookmark b, b2;
+	struct store_capture_opts o;
+	struct store_capture_stats st;
+	struct store_propval v;
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/ferry-unit.XXXXXX");
+	assert_non_null(mkdtemp(tmpdir));
+	snprintf(path, sizeof path, "%s/home", tmpdir);
+	setenv("FERRY_HOME", path, 1);
+	snprintf(src, sizeof src, "%s/src", tmpdir);
+	assert_int_equal(mkdir(src, 0755), 0);
+	snprintf(path, sizeof path, "%s/src/f", tmpdir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("hello\n", f);
+	fclose(f);
+	snprintf(path, sizeof path, "%s/tank", tmpdir);
+	assert_int_equal(store_pool_create("tank", path, NULL, 0), 0);
+	assert_int_equal(store_pool_open("tank", 0, &p), 0);
+	assert_int_equal(store_ds_create(p, "tank/a", STORE_DS_FILESYSTEM, 0, NULL, 0), 0);
+	assert_int_equal(store_ds_create(p, "tank/o", STORE_DS_FILESYSTEM, 0, NULL, 0), 0);
+	assert_int_equal(store_ds_lookup(p, "tank/a", &ds), 0);
+	memset(&o, 0, sizeof o);
+	o.from = src;
+	o.threads = 1;
+	assert_int_equal(store_capture(p, &ds, "s1", &o, &st), 0);
+	assert_int_equal(store_snap_lookup(p, "tank/a@s1", &sn), 0);
+
+	assert_int_equal(store_bookmark_create(p, "tank/a@s1", "tank/a#m"), 0);
+	assert_int_equal(store_bookmark_lookup(p, "tank/a#m", &b), 0);
+	assert_string_equal(b.name, "tank/a#m");
+	assert_string_equal(b.markname, "m");
+	assert_true(b.guid == sn.guid);
+	assert_true(b.createtxg == sn.createtxg);
+	assert_true(b.creation_ns == sn.creation_ns);
+	assert_int_equal(b.root_type, NODE_EXT);
+	assert_memory_equal(b.root, sn.root, FERRY_HASH_LEN);
+	/* from a bookmark; refusals change nothing */
+	assert_int_equal(store_bookmark_create(p, "tank/a#m", "tank/a#n"), 0);
+	assert_int_equal(store_bookmark_lookup(p, "tank/a#n", &b2), 0);
+	assert_true(b2.guid == b.guid);
+	assert_int_equal(store_bookmark_create(p, "tank/a@s1", "tank/a#m"), -FERR_EXISTS);
+	assert_int_equal(store_bookmark_create(p, "tank/a@nope", "tank/a#x"), -FERR_NOENT);
+	assert_int_equal(store_bookmark_create(p, "tank/a#nope", "tank/a#x"), -FERR_NOENT);
+	assert_int_equal(store_bookmark_create(p, "tank/a@s1", "tank/o#x"), -FERR_INVAL);
+	assert_int_equal(store_bookmark_create(p, "tank/a@s1", "tank/a#b#c"), -FERR_NAME);
+	assert_int_equal(store_bookmark_lookup(p, "tank/a#x", &b2), -FERR_NOENT);
+	int n = 0;
+	assert_int_equal(store_bookmark_iter(p, &ds, count_cb, &n), 0);
+	assert_int_equal(n, 2);
+	/* properties: identity only */
+	store_bookmark_to_ds(&b, &bds);
+	assert_int_equal(store_prop_get(p, &bds, "type", &v), 0);
+	assert_string_equal(v.value, "bookmark");
+	assert_int_equal(store_prop_get(p, &bds, "used", &v), 0);
+	assert_string_equal(v.value, "-");
+	struct store_propset up[] = {{"user:x", "1"}};
+	assert_int_equal(store_prop_set(p, &bds, up, 1, STORE_SRC_LOCAL), -FERR_PROP);
+	/* the snapshot goes, the bookmark stays; then destroy it */
+	assert_int_equal(store_snap_destroy(p, &sn, 1), 0);
+	assert_int_equal(store_bookmark_lookup(p, "tank/a#m", &b2), 0);
+	assert_int_equal(store_bookmark_destroy(p, &b), 0);
+	assert_int_equal(store_bookmark_destroy(p, &b), -FERR_NOENT);
+	assert_int_equal(store_bookmark_lookup(p, "tank/a#m", &b2), -FERR_NOENT);
+	/* a dataset's bookmarks go with it */
+	assert_int_equal(store_ds_destroy(p, "tank/a", 0), 0);
+	assert_int_equal(store_ds_create(p, "tank/a", STORE_DS_FILESYSTEM, 0, NULL, 0), 0);
+	assert_int_equal(store_bookmark_lookup(p, "tank/a#n", &b2), -FERR_NOENT);
+	store_pool_close(p);
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -176,6 +267,7 @@ int main(void)
 		cmocka_unit_test(test_prop_validate),
 		cmocka_unit_test(test_ratio),
 		cmocka_unit_test(test_pool_and_datasets),
+		cmocka_unit_test(test_bookmarks),
 	};
 	if (ferry_lib_init() < 0)
 		return 1;
