@@ -174,7 +174,10 @@ int cat_open(struct store_pool *p, int create)
 	if (!(p->flags & STORE_OPEN_RDONLY) &&
 	    (r = cat_exec(p, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;")) < 0)
 		return r;
-	return cat_exec(p, "PRAGMA foreign_keys=ON;");
+	/* a page cache of up to 32 MiB (SQLite's default is 2 MiB): a restore
+	 * or send looks up every block and node once, and the index of a large
+	 * pool outgrows 2 MiB long before it outgrows this */
+	return cat_exec(p, "PRAGMA foreign_keys=ON; PRAGMA cache_size=-32768;");
 }
 
 int cat_meta_get(struct store_pool *p, const char *key, char *buf, size_t n)
@@ -229,6 +232,8 @@ int store_tx_begin(struct store_pool *p)
 {
 	if (p->flags & STORE_OPEN_RDONLY)
 		return ferry_err(FERR_PERM, "pool '%s' is open read-only", p->name);
+	if (p->read_tx)
+		return ferry_err(FERR_INVAL, "a write inside a read snapshot of the catalogue");
 	if (p->tx_depth++ > 0)
 		return 0;
 	p->tx_failed = 0;
@@ -236,6 +241,25 @@ int store_tx_begin(struct store_pool *p)
 	if (r < 0)
 		p->tx_depth = 0;
 	return r;
+}
+
+int store_read_begin(struct store_pool *p)
+{
+	int r;
+	if (p->read_tx || p->tx_depth > 0 || !sqlite3_get_autocommit(p->db))
+		return 0;
+	if ((r = cat_exec(p, "BEGIN")) < 0)
+		return r;
+	p->read_tx = 1;
+	return 0;
+}
+
+void store_read_end(struct store_pool *p)
+{
+	if (!p->read_tx)
+		return;
+	p->read_tx = 0;
+	if (cat_exec(p, "COMMIT") < 0) { /* nothing was written: nothing to lose */ }
 }
 
 int store_tx_commit(struct store_pool *p)

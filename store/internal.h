@@ -17,6 +17,7 @@ struct store_pool {
 	int flags;
 	int tx_depth; /* nested store_tx_begin calls share one transaction */
 	int tx_failed;
+	int read_tx;  /* store_read_begin's transaction is open */
 };
 
 /* Turns the last SQLite error on p into -FERR_CATALOG (or BUSY/NOSPC/IO)

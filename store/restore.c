@@ -273,9 +273,11 @@ static int rjob_small(struct rst *rs, struct rjob *j)
 	j->fd = openat(j->dirfd, j->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (j->fd < 0)
 		return ferry_err_errno(errno, "restoring '%s': cannot create file", j->path);
+	j->bytes = 0;
 	if (j->has_data && (r = rjob_data(j)) < 0) {
 		r = ferry_err(-r, "restoring '%s': %s", j->path, ferry_errmsg(r));
-	} else if (ftruncate(j->fd, (off_t)j->e.size) != 0) {
+	} else if (j->bytes != j->e.size && ftruncate(j->fd, (off_t)j->e.size) != 0) {
+		/* (a new file whose one block was written whole has its size) */
 		r = ferry_err_errno(errno, "restoring '%s': cannot set its size", j->path);
 	} else {
 		set_attrs_jw(rs, &j->jw, j->fd, &j->e);
@@ -755,7 +757,7 @@ int store_restore(struct store_pool *p, const struct store_snap *s, const char *
 		rc = ferry_err(FERR_NOMEM, "restoring");
 		goto out;
 	}
-	if ((rc = store_reader_new(p, &r.rd)) < 0)
+	if ((rc = store_read_begin(p)) < 0 || (rc = store_reader_new(p, &r.rd)) < 0)
 		goto out;
 	if ((rc = store_node_read(r.rd, s->root, &t, &rb)) < 0)
 		goto out;
@@ -838,5 +840,6 @@ out:
 	fbuf_release(&rb);
 	fbuf_release(&r.path);
 	store_reader_free(r.rd);
+	store_read_end(p);
 	return rc;
 }
