@@ -1024,7 +1024,9 @@ int send_run(struct store_pool *p, const char *snap, const struct send_opts *o,
 		r = ferry_err(FERR_NOMEM, "sending");
 		goto out;
 	}
-	if ((r = store_reader_new(p, &s.rd)) < 0)
+	/* one read snapshot for the whole stream: a consistent view, and no
+	 * per-query locking */
+	if ((r = store_read_begin(p)) < 0 || (r = store_reader_new(p, &s.rd)) < 0)
 		goto out;
 	if (!(o->flags & SEND_DRYRUN) && (r = stream_encoder_new(&s.enc, 0)) < 0)
 		goto out;
@@ -1133,6 +1135,7 @@ out:
 	store_hset_free(s.base_blocks);
 	stream_encoder_free(s.enc);
 	store_reader_free(s.rd);
+	store_read_end(p);
 	fbuf_release(&s.out);
 	fbuf_release(&s.blk);
 	fbuf_release(&s.node);
