@@ -177,7 +177,7 @@ int cat_open(struct store_pool *p, int create)
 	/* a page cache of up to 32 MiB (SQLite's default is 2 MiB): a restore
 	 * or send looks up every block and node once, and the index of a large
 	 * pool outgrows 2 MiB long before it outgrows this */
-	return cat_exec(p, "PRAGMA foreign_keys=ON; PRAGMA cache_size=-32768;");
+	return cat_exec(p, "PRAGMA foreign_keys=ON; PRAGMA cache_size=-32768; PRAGMA temp.cache_size=-32768;");
 }
 
 int cat_meta_get(struct store_pool *p, const char *key, char *buf, size_t n)
