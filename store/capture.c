@@ -692,6 +692,40 @@ static int old_records(struct cap *c, struct cfile *f, const struct node_entry *
 	return 0;
 }
 
+/* 1 when the file sb describes is the one oe recorded, unchanged since:
+ * same size, mtime, ctime and inode (an xattr or mode change moves ctime). */
+static int file_unchanged(const struct node_entry *oe, const struct stat *sb)
+{
+	return oe && oe->ftype == NODE_F_REG && oe->size == (uint64_t)sb->st_size &&
+	       oe->mtime_sec == sb->st_mtim.tv_sec &&
+	       oe->mtime_nsec == (uint32_t)sb->st_mtim.tv_nsec &&
+	       oe->ctime_sec == sb->st_ctim.tv_sec &&
+	       oe->ctime_nsec == (uint32_t)sb->st_ctim.tv_nsec && oe->ino == (uint64_t)sb->st_ino;
+}
+
+/* Gives ce the blocklist oe recorded, referencing its blocks without reading
+ * the file, and makes it the known content of the file's other links. */
+static int reuse_file(struct cap *c, struct centry *ce, const struct node_entry *oe,
+		      const struct stat *sb)
+{
+	struct link *lk;
+	int r;
+	ce->e.size = oe->size;
+	ce->e.child_type = oe->child_type;
+	memcpy(ce->e.child, oe->child, FERRY_HASH_LEN);
+	if (oe->child_type &&
+	    (r = node_bl_walk(rd_node, c->rd, oe->child_type, oe->child, oe->size, ref_extent, c)) < 0)
+		return r;
+	c->st->files_reused++;
+	if (sb->st_nlink > 1 && (lk = link_find(c, sb->st_dev, sb->st_ino, 1))) {
+		lk->ready = 1;
+		lk->type = oe->child_type;
+		lk->size = oe->size;
+		memcpy(lk->hash, oe->child, FERRY_HASH_LEN);
+	}
+	return 0;
+}
+
 /* Captures a regular file name in dirfd into ce. Returns 1 when the entry
  * is to be skipped (warned). */
 static int capture_file(struct cap *c, int dirfd, const char *name, const struct stat *lsb,
@@ -717,10 +751,7 @@ static int capture_file(struct cap *c, int dirfd, const char *name, const struct
 			return read_xattrs(c, -1, pp, ce);
 		}
 	}
-	if (oe && oe->ftype == NODE_F_REG && oe->size == (uint64_t)sb.st_size &&
-	    oe->mtime_sec == sb.st_mtim.tv_sec && oe->mtime_nsec == (uint32_t)sb.st_mtim.tv_nsec &&
-	    oe->ctime_sec == sb.st_ctim.tv_sec && oe->ctime_nsec == (uint32_t)sb.st_ctim.tv_nsec &&
-	    oe->ino == (uint64_t)sb.st_ino) {
+	if (file_unchanged(oe, &sb)) {
 		/* unchanged since the last snapshot (same size, mtime, ctime and
 		 * inode; an xattr or mode change moves ctime): keep its blocklist
 		 * and xattrs without even opening it */
@@ -729,21 +760,7 @@ static int capture_file(struct cap *c, int dirfd, const char *name, const struct
 			ce->e.link_id = (uint64_t)sb.st_ino;
 		if ((r = copy_xattrs(ce, oe)) < 0)
 			return r;
-		ce->e.size = oe->size;
-		ce->e.child_type = oe->child_type;
-		memcpy(ce->e.child, oe->child, FERRY_HASH_LEN);
-		if (oe->child_type &&
-		    (r = node_bl_walk(rd_node, c->rd, oe->child_type, oe->child, oe->size, ref_extent,
-				      c)) < 0)
-			return r;
-		c->st->files_reused++;
-		if (sb.st_nlink > 1 && (lk = link_find(c, sb.st_dev, sb.st_ino, 1))) {
-			lk->ready = 1;
-			lk->type = oe->child_type;
-			lk->size = oe->size;
-			memcpy(lk->hash, oe->child, FERRY_HASH_LEN);
-		}
-		return 0;
+		return reuse_file(c, ce, oe, &sb);
 	}
 	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOATIME);
 	if (fd < 0 && errno == EPERM)
@@ -768,25 +785,9 @@ static int capture_file(struct cap *c, int dirfd, const char *name, const struct
 		ce->e.link_id = (uint64_t)sb.st_ino;
 	if ((r = read_xattrs(c, fd, NULL, ce)) < 0)
 		goto out;
-	if (oe && oe->ftype == NODE_F_REG && oe->size == (uint64_t)sb.st_size &&
-	    oe->mtime_sec == sb.st_mtim.tv_sec && oe->mtime_nsec == (uint32_t)sb.st_mtim.tv_nsec &&
-	    oe->ctime_sec == sb.st_ctim.tv_sec && oe->ctime_nsec == (uint32_t)sb.st_ctim.tv_nsec &&
-	    oe->ino == (uint64_t)sb.st_ino) {
+	if (file_unchanged(oe, &sb)) {
 		/* unchanged since the last snapshot: keep its blocklist unread */
-		ce->e.size = oe->size;
-		ce->e.child_type = oe->child_type;
-		memcpy(ce->e.child, oe->child, FERRY_HASH_LEN);
-		if (oe->child_type &&
-		    (r = node_bl_walk(rd_node, c->rd, oe->child_type, oe->child, oe->size, ref_extent,
-				      c)) < 0)
-			goto out;
-		c->st->files_reused++;
-		if (sb.st_nlink > 1 && (lk = link_find(c, sb.st_dev, sb.st_ino, 1))) {
-			lk->ready = 1;
-			lk->type = oe->child_type;
-			lk->size = oe->size;
-			memcpy(lk->hash, oe->child, FERRY_HASH_LEN);
-		}
+		r = reuse_file(c, ce, oe, &sb);
 		goto out;
 	}
 	struct cfile *f = calloc(1, sizeof *f);
