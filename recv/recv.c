@@ -344,7 +344,9 @@ static int job_run(void *job, void *ctx)
 	if ((rc = store_block_prepare_encoded(j->in, j->data, j->psize, j->lsize, j->hash, j->s1,
 					      j->cap, &tmp)) < 0)
 		return rc;
-	if ((rc = store_block_prepare(j->c, j->s1, j->lsize, j->s2, j->cap, &j->blk)) < 0)
+	/* s1 now holds the block's content, checked against its hash */
+	if ((rc = store_block_prepare_known(j->c, j->s1, j->lsize, j->hash, j->s2, j->cap,
+					    &j->blk)) < 0)
 		return rc;
 	if (j->blk.form == BLOCK_HOLE)
 		return zero_block_fix(j, j->s1, j->s2);
@@ -1458,6 +1460,9 @@ int recv_run(struct store_pool *p, const char *target, struct stream_source *in,
 	if ((rc = stream_decoder_new(&r.dec)) < 0 || (rc = store_writer_new(p, &r.w)) < 0 ||
 	    (rc = store_pnodes_new(p, &r.pn)) < 0 || (rc = jobs_init(&r)) < 0)
 		goto out;
+	/* every block's content is checked against its hash on the workers
+	 * (job_run), once; the decoder need not do it again for codec off */
+	stream_decoder_defer_block_hashes(r.dec);
 	if (r.dryrun && (rc = store_hset_new(p, 0, &r.dry)) < 0)
 		goto out;
 	{

@@ -121,15 +121,13 @@ int pack_create(struct store_pool *p, int *fd, char name[32])
 
 /* ---- preparing blocks (thread-safe, no pool) ------------------------------------ */
 
-int store_block_prepare(struct codec_spec policy, const void *src, size_t lsize,
-			void *scratch, size_t scratch_cap, struct store_block *out)
+/* The storage rule for src, whose hash is already in out->hash. */
+static int prepare_rule(struct codec_spec policy, const void *src, size_t lsize, void *scratch,
+			size_t scratch_cap, struct store_block *out)
 {
 	size_t psize = 0;
 	enum block_form form;
 	int r;
-	if (lsize == 0 || lsize > STORE_BLOCK_MAX)
-		return ferry_err(FERR_INVAL, "block of %zu bytes", lsize);
-	hash_blake2b(out->hash, src, lsize);
 	if ((r = codec_store_block(policy, src, lsize, scratch, scratch_cap, &psize, &form)) < 0)
 		return r;
 	out->form = form;
@@ -152,6 +150,25 @@ int store_block_prepare(struct codec_spec policy, const void *src, size_t lsize,
 		break;
 	}
 	return 0;
+}
+
+int store_block_prepare(struct codec_spec policy, const void *src, size_t lsize,
+			void *scratch, size_t scratch_cap, struct store_block *out)
+{
+	if (lsize == 0 || lsize > STORE_BLOCK_MAX)
+		return ferry_err(FERR_INVAL, "block of %zu bytes", lsize);
+	hash_blake2b(out->hash, src, lsize);
+	return prepare_rule(policy, src, lsize, scratch, scratch_cap, out);
+}
+
+int store_block_prepare_known(struct codec_spec policy, const void *src, size_t lsize,
+			      const uint8_t hash[FERRY_HASH_LEN], void *scratch, size_t scratch_cap,
+			      struct store_block *out)
+{
+	if (lsize == 0 || lsize > STORE_BLOCK_MAX)
+		return ferry_err(FERR_INVAL, "block of %zu bytes", lsize);
+	memcpy(out->hash, hash, FERRY_HASH_LEN);
+	return prepare_rule(policy, src, lsize, scratch, scratch_cap, out);
 }
 
 int store_block_prepare_encoded(struct codec_spec c, const void *payload, size_t psize,

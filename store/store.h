@@ -384,6 +384,11 @@ struct store_block {
  * lsize must be 1..STORE_BLOCK_MAX. */
 int store_block_prepare(struct codec_spec policy, const void *src, size_t lsize,
 			void *scratch, size_t scratch_cap, struct store_block *out) FERRY_WUR;
+/* The same for src whose content the caller has already checked against
+ * hash (recv, after decoding a block to recompress it): no second pass. */
+int store_block_prepare_known(struct codec_spec policy, const void *src, size_t lsize,
+			      const uint8_t hash[FERRY_HASH_LEN], void *scratch, size_t scratch_cap,
+			      struct store_block *out) FERRY_WUR;
 /* For a block that arrives already encoded with c (send -c / recv): decodes
  * it into scratch (lsize bytes), checks the hash and fills out so the payload
  * is stored as it is, without re-encoding. -FERR_CORRUPT when the payload

@@ -17,6 +17,7 @@ enum dstate { D_HEADER, D_PAYLOAD, D_TRAILER, D_DONE, D_FAILED };
 struct stream_decoder {
 	enum dstate state;
 	int err; /* sticky, with msg */
+	int verify; /* STREAM_VERIFY_* */
 	char msg[512];
 	uint8_t hdr[STREAM_HDR_LEN];
 	size_t hdr_have;
@@ -48,12 +49,18 @@ int stream_decoder_new(struct stream_decoder **out)
 	if (!(d = calloc(1, sizeof(*d))))
 		return ferry_err(FERR_NOMEM, "stream decoder: out of memory");
 	d->state = D_HEADER;
+	d->verify = STREAM_VERIFY_NODES | STREAM_VERIFY_BLOCKS;
 	fbuf_init(&d->pay, STREAM_PAYLOAD_MAX);
 	fbuf_init(&d->aux, AUX_MAX);
 	stream_chain_iv(d->chain);
 	stream_grammar_init(&d->g);
 	*out = d;
 	return 0;
+}
+
+void stream_decoder_defer_block_hashes(struct stream_decoder *d)
+{
+	d->verify &= ~STREAM_VERIFY_BLOCKS;
 }
 
 void stream_decoder_free(struct stream_decoder *d)
@@ -149,7 +156,7 @@ static int on_record(struct stream_decoder *d, struct stream_record *rec)
 		return vfail(&c, 0, "trailer mismatch: the record is damaged, out of order, "
 			     "or from another stream");
 	if (!d->skip) {
-		if ((r = stream_parse(&c, d->pay.data, d->len, 1, &d->aux, rec)) < 0)
+		if ((r = stream_parse(&c, d->pay.data, d->len, d->verify, &d->aux, rec)) < 0)
 			return r;
 		if ((r = stream_grammar_step(&d->g, &c, rec)) < 0)
 			return r;

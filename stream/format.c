@@ -513,7 +513,7 @@ static int parse_node(const struct vctx *c, const uint8_t *p, size_t len, int ve
 	memcpy(n->hash, p + 4, FERRY_HASH_LEN);
 	n->data = p + NODE_FIXED;
 	n->len = len - NODE_FIXED;
-	if (verify) {
+	if (verify & STREAM_VERIFY_NODES) {
 		hash_init(&hs);
 		hash_update(&hs, &n->type, 1);
 		hash_update(&hs, n->data, n->len);
@@ -563,7 +563,7 @@ static int parse_write(const struct vctx *c, const uint8_t *p, size_t len, int v
 	if (len - WRITE_FIXED != w->psize)
 		return vfail(c, 0, "payload length %zu, expected %u + psize %" PRIu32, len,
 			     WRITE_FIXED, w->psize);
-	if (verify && w->codec == STREAM_CODEC_OFF) {
+	if ((verify & STREAM_VERIFY_BLOCKS) && w->codec == STREAM_CODEC_OFF) {
 		hash_blake2b(h, w->data, w->psize);
 		if (memcmp(h, w->hash, FERRY_HASH_LEN) != 0)
 			return vfail(c, 0, "block hash does not match its content");

@@ -50,10 +50,13 @@ int stream_check_header(const struct vctx *c, uint16_t type, uint16_t flags, uin
 /* Magic and version of a first record (BEGIN or PACKAGE), checked before
  * its trailer so another version is unsupported rather than corrupt. */
 int stream_check_first(const struct vctx *c, const uint8_t *p, size_t len) FERRY_WUR;
+/* What stream_parse checks beyond fields: the hash of a NODE against its
+ * bytes, the hash of a codec-off WRITE against its data. */
+enum { STREAM_VERIFY_NODES = 1 << 0, STREAM_VERIFY_BLOCKS = 1 << 1 };
 /* Parses and checks a complete payload of a known type into rec (type,
  * length and the union member). Strings and arrays of BEGIN, PACKAGE and
- * DATASET go to aux (reset first). verify: check NODE hashes and codec-off
- * WRITE hashes. */
+ * DATASET go to aux (reset first). verify: the STREAM_VERIFY_* checks to
+ * make. */
 int stream_parse(const struct vctx *c, const uint8_t *p, uint32_t len, int verify,
 		 struct fbuf *aux, struct stream_record *rec) FERRY_WUR;
 

@@ -349,6 +349,13 @@ struct stream_decoder;
  * a no-op). */
 int stream_decoder_new(struct stream_decoder **out) FERRY_WUR;
 void stream_decoder_free(struct stream_decoder *d);
+/* From now on, hands out codec-off WRITE records without checking their
+ * data against the block hash; everything else stays checked (chain, fields,
+ * NODE hashes). For a caller that verifies every block's content against its
+ * hash before using it, on threads of its own (recv's workers): the check
+ * then costs one pass over the data instead of two, and not on the thread
+ * that reads the stream. */
+void stream_decoder_defer_block_hashes(struct stream_decoder *d);
 
 /* Offers n bytes at in. Consumes bytes until a record is complete or the
  * input is used up, and sets *used to the bytes consumed. Returns 1 with
