@@ -111,7 +111,8 @@ static int snapshot_walk_cb(struct store_pool *p, const struct store_ds *ds, voi
 	int rc = snapshot_one(p, ds, w->snap, NULL, w->verbose, w->cross_fs);
 	if (rc > w->rc)
 		w->rc = rc;
-	return 0;
+	/* one failure ends the walk: the set is made whole or not at all */
+	return rc == EXIT_FAIL ? -FERR_PARTIAL : 0;
 }
 
 int cmd_snapshot(int argc, char **argv)
@@ -166,9 +167,25 @@ int cmd_snapshot(int argc, char **argv)
 		}
 		int one;
 		if (recursive) {
+			/* like zfs snapshot -r, all or nothing: the snapshots commit in
+			 * one catalogue transaction (which holds the pool's write lock
+			 * until the last dataset is captured) */
 			struct snap_walk w = {at + 1, verbose, EXIT_OK, cross_fs};
-			r = store_ds_walk(p, &ds, -1, snapshot_walk_cb, &w);
-			one = r < 0 ? cli_fail(r, "cannot snapshot '%s'", name) : w.rc;
+			if ((r = store_tx_begin(p)) < 0) {
+				one = cli_fail(r, "cannot snapshot '%s'", name);
+			} else {
+				r = store_ds_walk(p, &ds, -1, snapshot_walk_cb, &w);
+				if (r < 0 || w.rc == EXIT_FAIL) {
+					store_tx_rollback(p);
+					/* snapshot_one said what failed */
+					one = w.rc == EXIT_FAIL ? EXIT_FAIL
+								: cli_fail(r, "cannot snapshot '%s'", name);
+				} else if ((r = store_tx_commit(p)) < 0) {
+					one = cli_fail(r, "cannot snapshot '%s'", name);
+				} else {
+					one = w.rc;
+				}
+			}
 		} else {
 			one = snapshot_one(p, &ds, at + 1, from, verbose, cross_fs);
 		}

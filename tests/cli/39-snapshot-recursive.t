@@ -1,0 +1,39 @@
+#!/bin/sh
+# snapshot -r: every dataset below gets the snapshot, or none does (as in
+# zfs); a dataset without a source is skipped with a warning.
+. "$(dirname "$0")/lib.sh"
+TREECMP="$FERRY_TOOLS/treecmp"
+mkdir -p "$T/p" "$T/a" "$T/b" "$T/c"
+echo a >"$T/a/f"
+echo b >"$T/b/f"
+echo c >"$T/c/f"
+ferry pool create tank "$T/p/tank"
+ferry create -o source="$T/a" tank/a
+ferry create -o source="$T/b" tank/a/b
+ferry create -o source="$T/c/missing" tank/a/c
+ferry create tank/a/nosource
+ferry get -r -H all tank >"$T/before"
+
+run ferry snapshot -r tank/a@s
+is "$rc" 1 "snapshot -r fails when one dataset cannot be captured"
+is "$(wc -l <"$T/err")" 1 "one line on stderr"
+like "$(cat "$T/err")" "tank/a/c@s" "the line names the dataset that failed"
+is "$(ferry list -H -t snapshot -r tank)" "" "no snapshot of the set is kept"
+ferry get -r -H all tank >"$T/after"
+cmp -s "$T/before" "$T/after" && ok "properties and figures unchanged" || not_ok "pool changed"
+
+ferry set source="$T/c" tank/a/c
+run ferry snapshot -r tank/a@s
+is "$rc" 0 "snapshot -r succeeds once every source is there"
+like "$(cat "$T/err")" "tank/a/nosource has no source directory" "a dataset without source is skipped, warned"
+is "$(ferry list -H -o name -t snapshot -r tank | tr '\n' ' ')" \
+	"tank/a@s tank/a/b@s tank/a/c@s " "every dataset with a source has the snapshot"
+for d in a b c; do
+	ds=tank/a; [ "$d" = a ] || ds=tank/a/$d
+	rm -rf "$T/r$d"
+	ferry restore "$ds@s" "$T/r$d" && "$TREECMP" --no-root "$T/$d" "$T/r$d" >/dev/null 2>&1 &&
+		ok "$ds@s restores identical" || not_ok "$ds@s differs"
+done
+refused 1 "exists" "snapshot -r refuses an existing snapshot name" ferry snapshot -r tank/a@s
+is "$(ferry list -H -o name -t snapshot -r tank | wc -l)" 3 "and adds nothing"
+done_testing
