@@ -46,9 +46,10 @@ backup() { # backup POOL
 	ferry create -o source="$T/src/c" "$1/ab"
 	ferry snapshot "$1/ab@keep"
 }
-state() { # state POOL: everything list and get show
-	ferry list -t all -r -H "$1"
-	ferry get -r all "$1"
+state() { # state POOL: everything list and get show ('available' follows
+	# the host filesystem's free space, which other tests change)
+	ferry list -t all -r -H -o name,used,refer "$1"
+	ferry get -r -H -p all "$1" | awk -F'\t' '$2 != "available"'
 }
 names() { ferry list -t all -r -H -o name "$1" | tr '\n' ' '; }
 
