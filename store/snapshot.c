@@ -466,8 +466,52 @@ int store_snap_rollback(struct store_pool *p, const struct store_snap *s, int re
 			      "them", all[k + 1].name);
 		goto out;
 	}
-	if (k + 1 < n)
-		r = store_snap_destroy(p, all + k + 1, n - k - 1);
+	/* bookmarks of later snapshots count as later too (zfs rollback) */
+	char mark[STORE_NAME_MAX + 1] = "";
+	sqlite3_stmt *st = NULL;
+	if ((r = cat_prepare(p, "SELECT name FROM bookmarks WHERE ds_id = ? AND createtxg > ?"
+			       " ORDER BY createtxg, name LIMIT 1", &st)) < 0)
+		goto out;
+	sqlite3_bind_int64(st, 1, ds.id);
+	sqlite3_bind_int64(st, 2, (int64_t)s->createtxg);
+	int sr = sqlite3_step(st);
+	if (sr == SQLITE_ROW)
+		snprintf(mark, sizeof mark, "%s", (const char *)sqlite3_column_text(st, 0));
+	else if (sr != SQLITE_DONE)
+		r = cat_err(p, "looking up bookmarks");
+	sqlite3_finalize(st);
+	if (r < 0)
+		goto out;
+	if (mark[0] && !recursive) {
+		r = ferry_err(FERR_EXISTS, "more recent bookmarks exist (%s#%s); use -r to destroy "
+			      "them", ds.name, mark);
+		goto out;
+	}
+	if (k + 1 == n && !mark[0])
+		goto out;
+	if ((r = store_tx_begin(p)) < 0)
+		goto out;
+	if (k + 1 < n && (r = store_snap_destroy(p, all + k + 1, n - k - 1)) < 0) {
+		store_tx_rollback(p);
+		goto out;
+	}
+	if (mark[0]) {
+		if ((r = cat_prepare(p, "DELETE FROM bookmarks WHERE ds_id = ? AND createtxg > ?",
+				     &st)) < 0) {
+			store_tx_rollback(p);
+			goto out;
+		}
+		sqlite3_bind_int64(st, 1, ds.id);
+		sqlite3_bind_int64(st, 2, (int64_t)s->createtxg);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			r = cat_err(p, "destroying bookmarks");
+		sqlite3_finalize(st);
+		if (r < 0) {
+			store_tx_rollback(p);
+			goto out;
+		}
+	}
+	r = store_tx_commit(p);
 out:
 	free(all);
 	return r;

@@ -506,8 +506,9 @@ int store_snap_reclaim(struct store_pool *p, const struct store_snap *list, size
 /* Destroys the snapshots, all or nothing. Their blocks become garbage for
  * store_gc once nothing else references them. */
 int store_snap_destroy(struct store_pool *p, const struct store_snap *list, size_t n) FERRY_WUR;
-/* Makes snap the newest snapshot of its dataset: later snapshots are
- * destroyed when recursive, else -FERR_EXISTS naming the first of them. */
+/* Makes snap the newest snapshot of its dataset: later snapshots, and
+ * bookmarks of later snapshots, are destroyed (in one transaction) when
+ * recursive, else -FERR_EXISTS naming the first of them. */
 int store_snap_rollback(struct store_pool *p, const struct store_snap *s, int recursive) FERRY_WUR;
 
 /* ---- bookmarks (bookmark.c) ------------------------------------------------

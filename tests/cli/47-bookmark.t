@@ -159,4 +159,22 @@ like "$(cat "$T/out")" "[1-9][0-9]* nodes" "gc then frees the bookmarks' nodes"
 ferry create -o source="$S" tank/fs
 is "$(ferry list -H -o name -t bookmark -r tank/fs)" "" "a new dataset of that name has no bookmarks"
 
+# ---- rollback and bookmarks of later snapshots (as zfs rollback) ----------------------
+ferry create -o source="$S" tank/rb
+ferry snapshot tank/rb@r1
+ferry bookmark tank/rb@r1 tank/rb#m1
+echo more >"$S/rb-extra"
+ferry snapshot tank/rb@r2
+ferry bookmark tank/rb@r2 tank/rb#m2
+ferry destroy tank/rb@r2
+refused 1 "more recent bookmarks exist .*tank/rb#m2" \
+	"rollback refuses while a later snapshot's bookmark exists" ferry rollback tank/rb@r1
+is "$(ferry list -H -o name -t bookmark -r tank/rb | tr '\n' ' ')" "tank/rb#m1 tank/rb#m2 " \
+	"and leaves the bookmarks"
+run ferry rollback -r tank/rb@r1
+is "$rc" 0 "rollback -r"
+is "$(ferry list -H -o name -t all -r tank/rb | tr '\n' ' ')" "tank/rb tank/rb@r1 tank/rb#m1 " \
+	"rollback -r destroyed the later bookmark, kept the one of its own snapshot"
+rm -f "$S/rb-extra"
+
 done_testing
