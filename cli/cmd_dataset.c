@@ -230,14 +230,9 @@ static void rowset_release(struct rowset *rs)
 
 static int rowset_add(struct rowset *rs, struct cell **row)
 {
-	if (rs->n == rs->cap) {
-		size_t nc = rs->cap ? rs->cap * 2 : 64;
-		struct cell **nr = realloc(rs->rows, nc * sizeof *nr);
-		if (!nr)
-			return ferry_err(FERR_NOMEM, "listing");
-		rs->rows = nr;
-		rs->cap = nc;
-	}
+	int grown = VEC_GROW(rs->rows, rs->cap, rs->n, 64, "listing");
+	if (grown < 0)
+		return grown;
 	*row = calloc(rs->ncols, sizeof **row);
 	if (!*row)
 		return ferry_err(FERR_NOMEM, "listing");

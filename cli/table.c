@@ -25,14 +25,9 @@ void table_header(struct table *t, size_t col, const char *name, int right)
 
 int table_add(struct table *t, char **cells)
 {
-	if (t->nrows == t->cap) {
-		size_t nc = t->cap ? t->cap * 2 : 32;
-		char ***nr = realloc(t->rows, nc * sizeof *nr);
-		if (!nr)
-			return ferry_err(FERR_NOMEM, "table");
-		t->rows = nr;
-		t->cap = nc;
-	}
+	int grown = VEC_GROW(t->rows, t->cap, t->nrows, 32, "table");
+	if (grown < 0)
+		return grown;
 	char **row = calloc(t->ncols, sizeof *row);
 	if (!row)
 		return ferry_err(FERR_NOMEM, "table");

@@ -75,6 +75,18 @@ int sz_mul(size_t a, size_t b, size_t *out) FERRY_WUR;
 int u64_add(uint64_t a, uint64_t b, uint64_t *out) FERRY_WUR;
 int u64_mul(uint64_t a, uint64_t b, uint64_t *out) FERRY_WUR;
 
+/* ---- growable arrays --------------------------------------------------------
+ * Makes room for element n of an array of elem-byte elements whose pointer
+ * is at arrp (any T **) with *cap allocated: when n >= *cap the capacity
+ * doubles (first elements the first time). Callers then store arr[n] and
+ * count it. -FERR_NOMEM or -FERR_OVERFLOW with a detail naming what; on
+ * error the array and *cap are unchanged. VEC_GROW(arr, cap, n, first, what)
+ * takes the array and its capacity as lvalues. */
+int vec_grow(void *arrp, size_t *cap, size_t n, size_t elem, size_t first,
+	     const char *what) FERRY_WUR;
+#define VEC_GROW(arr, cap, n, first, what) \
+	vec_grow(&(arr), &(cap), (n), sizeof *(arr), (first), (what))
+
 /* ---- little-endian wire helpers (never cast structs onto bytes) ----- */
 static inline void put_le16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static inline void put_le32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }

@@ -716,14 +716,9 @@ struct snaps {
 static int snaps_cb(struct store_pool *p, const struct store_snap *s, void *arg)
 {
 	struct snaps *l = arg;
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 16;
-		struct store_snap *nv = realloc(l->v, nc * sizeof *nv);
-		if (!nv)
-			return ferry_err(FERR_NOMEM, "listing snapshots");
-		l->v = nv;
-		l->cap = nc;
-	}
+	int grown = VEC_GROW(l->v, l->cap, l->n, 16, "listing snapshots");
+	if (grown < 0)
+		return grown;
 	l->v[l->n++] = *s;
 	return 0;
 }
@@ -1292,14 +1287,9 @@ struct tree_list {
 
 static int tree_add(struct tree_list *l, const char *name)
 {
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 16;
-		struct tree_ds *nv = realloc(l->v, nc * sizeof *nv);
-		if (!nv)
-			return ferry_err(FERR_NOMEM, "listing datasets");
-		l->v = nv;
-		l->cap = nc;
-	}
+	int grown = VEC_GROW(l->v, l->cap, l->n, 16, "listing datasets");
+	if (grown < 0)
+		return grown;
 	snprintf(l->v[l->n].name, sizeof l->v[l->n].name, "%s", name);
 	l->v[l->n++].keep = 0;
 	return 0;

@@ -561,14 +561,9 @@ static int prop_cb(const struct store_propval *v, void *arg)
 		return l->err = ferry_err(FERR_LIMIT, "more than %d properties", STREAM_PROPS_MAX);
 	if (strlen(v->exact) > STREAM_PROP_VALUE_MAX || strlen(v->name) > STREAM_PROP_NAME_MAX)
 		return 0;
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 16;
-		struct stream_prop *nv = realloc(l->v, nc * sizeof *nv);
-		if (!nv)
-			return l->err = ferry_err(FERR_NOMEM, "collecting properties");
-		l->v = nv;
-		l->cap = nc;
-	}
+	int grown = VEC_GROW(l->v, l->cap, l->n, 16, "collecting properties");
+	if (grown < 0)
+		return l->err = grown;
 	char *name = strdup(v->name), *value = strdup(v->exact);
 	if (!name || !value) {
 		free(name);
@@ -732,14 +727,9 @@ static int slist_cb(struct store_pool *p, const struct store_snap *sn, void *arg
 	struct slist *l = arg;
 	if (l->n >= STREAM_SNAPS_MAX)
 		return ferry_err(FERR_LIMIT, "more than %d snapshots", STREAM_SNAPS_MAX);
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 16;
-		struct store_snap *nv = realloc(l->v, nc * sizeof *nv);
-		if (!nv)
-			return ferry_err(FERR_NOMEM, "listing snapshots");
-		l->v = nv;
-		l->cap = nc;
-	}
+	int grown = VEC_GROW(l->v, l->cap, l->n, 16, "listing snapshots");
+	if (grown < 0)
+		return grown;
 	l->v[l->n++] = *sn;
 	return 0;
 }
@@ -773,14 +763,9 @@ static int dslist_cb(struct store_pool *p, const struct store_ds *ds, void *arg)
 	struct dslist *l = arg;
 	if (l->n >= STREAM_PKG_DATASETS_MAX)
 		return ferry_err(FERR_LIMIT, "more than %d datasets", STREAM_PKG_DATASETS_MAX);
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 16;
-		struct store_ds *nv = realloc(l->v, nc * sizeof *nv);
-		if (!nv)
-			return ferry_err(FERR_NOMEM, "listing datasets");
-		l->v = nv;
-		l->cap = nc;
-	}
+	int grown = VEC_GROW(l->v, l->cap, l->n, 16, "listing datasets");
+	if (grown < 0)
+		return grown;
 	l->v[l->n++] = *ds;
 	return 0;
 }

@@ -187,16 +187,8 @@ int store_bookmark_iter(struct store_pool *p, const struct store_ds *ds, store_b
 		return r;
 	sqlite3_bind_int64(st, 1, ds->id);
 	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 8;
-			struct store_bookmark *na = realloc(a, nc * sizeof *na);
-			if (!na) {
-				r = ferry_err(FERR_NOMEM, "listing bookmarks");
-				goto out;
-			}
-			a = na;
-			cap = nc;
-		}
+		if ((r = VEC_GROW(a, cap, n, 8, "listing bookmarks")) < 0)
+			goto out;
 		if ((r = bm_from_row(st, ds, &a[n])) < 0)
 			goto out;
 		n++;

@@ -861,16 +861,8 @@ static int list_dir(int dirfd, char ***names, size_t *n)
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (cnt == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			char **nv = realloc(v, nc * sizeof *nv);
-			if (!nv) {
-				r = ferry_err(FERR_NOMEM, "listing a directory");
-				goto out;
-			}
-			v = nv;
-			cap = nc;
-		}
+		if ((r = VEC_GROW(v, cap, cnt, 64, "listing a directory")) < 0)
+			goto out;
 		if (!(v[cnt] = strdup(de->d_name))) {
 			r = ferry_err(FERR_NOMEM, "listing a directory");
 			goto out;

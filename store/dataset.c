@@ -242,16 +242,8 @@ static int child_ids(struct store_pool *p, int64_t id, int64_t **out, size_t *n)
 		return r;
 	sqlite3_bind_int64(st, 1, id);
 	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		if (cnt == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			int64_t *ni = realloc(ids, nc * sizeof *ids);
-			if (!ni) {
-				r = ferry_err(FERR_NOMEM, "listing child datasets");
-				goto out;
-			}
-			ids = ni;
-			cap = nc;
-		}
+		if ((r = VEC_GROW(ids, cap, cnt, 16, "listing child datasets")) < 0)
+			goto out;
 		ids[cnt++] = sqlite3_column_int64(st, 0);
 	}
 	if (s != SQLITE_DONE) {

@@ -279,16 +279,8 @@ static int copy_live(struct gc *g, int64_t id, const char *name, int out_fd, uin
 		}
 		if ((r = io_write_full(out_fd, buf, need)) < 0)
 			goto out;
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 256;
-			struct live *nv = realloc(v, nc * sizeof *nv);
-			if (!nv) {
-				r = ferry_err(FERR_NOMEM, "collecting garbage");
-				goto out;
-			}
-			v = nv;
-			cap = nc;
-		}
+		if ((r = VEC_GROW(v, cap, n, 256, "collecting garbage")) < 0)
+			goto out;
 		v[n].id = bid;
 		v[n].off = off;
 		v[n].psize = ps;
@@ -343,16 +335,8 @@ static int sweep_packs(struct gc *g)
 		return r;
 	sqlite3_bind_int(st, 1, PACK_BLK_HDR_LEN);
 	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			struct packrow *nv = realloc(v, nc * sizeof *nv);
-			if (!nv) {
-				r = ferry_err(FERR_NOMEM, "collecting garbage");
-				goto out;
-			}
-			v = nv;
-			cap = nc;
-		}
+		if ((r = VEC_GROW(v, cap, n, 64, "collecting garbage")) < 0)
+			goto out;
 		v[n].id = sqlite3_column_int64(st, 0);
 		snprintf(v[n].name, sizeof v[n].name, "%s", (const char *)sqlite3_column_text(st, 1));
 		v[n].live = (uint64_t)sqlite3_column_int64(st, 2);

@@ -477,14 +477,9 @@ static int open_new_pack(struct store_writer *w)
 	int r;
 	if (w->cur >= 0 && (r = flush_buf(w)) < 0)
 		return r;
-	if (w->npacks == w->cap) {
-		size_t nc = w->cap ? w->cap * 2 : 4;
-		struct wpack *np = realloc(w->packs, nc * sizeof *np);
-		if (!np)
-			return ferry_err(FERR_NOMEM, "opening a pack");
-		w->packs = np;
-		w->cap = nc;
-	}
+	int grown = VEC_GROW(w->packs, w->cap, w->npacks, 4, "opening a pack");
+	if (grown < 0)
+		return grown;
 	struct wpack *k = &w->packs[w->npacks];
 	if ((r = pack_create(w->p, &k->fd, k->name)) < 0)
 		return r;

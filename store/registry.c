@@ -123,16 +123,8 @@ int store_registry_list(struct store_pool_entry **out, size_t *n)
 	while ((e = readdir(d))) {
 		if (e->d_name[0] == '.' || store_name_check(e->d_name, STORE_NAME_POOL) < 0)
 			continue;
-		if (cnt == cap) {
-			size_t ncap = cap ? cap * 2 : 8;
-			struct store_pool_entry *nv = realloc(v, ncap * sizeof *v);
-			if (!nv) {
-				r = ferry_err(FERR_NOMEM, "listing pools");
-				goto out;
-			}
-			v = nv;
-			cap = ncap;
-		}
+		if ((r = VEC_GROW(v, cap, cnt, 8, "listing pools")) < 0)
+			goto out;
 		snprintf(v[cnt].name, sizeof v[cnt].name, "%s", e->d_name);
 		if (registry_get(e->d_name, v[cnt].path, sizeof v[cnt].path) < 0)
 			snprintf(v[cnt].path, sizeof v[cnt].path, "-");

@@ -95,16 +95,8 @@ static int snap_load_all(struct store_pool *p, const struct store_ds *ds, struct
 		return r;
 	sqlite3_bind_int64(st, 1, ds->id);
 	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		if (cnt == cap) {
-			size_t nc = cap ? cap * 2 : 8;
-			struct store_snap *na = realloc(a, nc * sizeof *na);
-			if (!na) {
-				r = ferry_err(FERR_NOMEM, "listing snapshots");
-				goto out;
-			}
-			a = na;
-			cap = nc;
-		}
+		if ((r = VEC_GROW(a, cap, cnt, 8, "listing snapshots")) < 0)
+			goto out;
 		if ((r = snap_from_row(p, st, ds, &a[cnt])) < 0)
 			goto out;
 		cnt++;
@@ -198,14 +190,9 @@ static int sel_add(struct sel *s, const struct store_snap *x)
 	for (size_t i = 0; i < s->n; i++)
 		if (s->v[i].id == x->id)
 			return 0;
-	if (s->n == s->cap) {
-		size_t nc = s->cap ? s->cap * 2 : 8;
-		struct store_snap *nv = realloc(s->v, nc * sizeof *nv);
-		if (!nv)
-			return ferry_err(FERR_NOMEM, "selecting snapshots");
-		s->v = nv;
-		s->cap = nc;
-	}
+	int grown = VEC_GROW(s->v, s->cap, s->n, 8, "selecting snapshots");
+	if (grown < 0)
+		return grown;
 	s->v[s->n++] = *x;
 	return 0;
 }
@@ -575,14 +562,9 @@ static int push_item(struct diff *d, int add, const struct node_entry *e)
 {
 	struct diff_item **v = add ? &d->adds : &d->dels;
 	size_t *n = add ? &d->nadds : &d->ndels, *cap = add ? &d->capadds : &d->capdels;
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 16;
-		struct diff_item *nv = realloc(*v, nc * sizeof *nv);
-		if (!nv)
-			return ferry_err(FERR_NOMEM, "diffing");
-		*v = nv;
-		*cap = nc;
-	}
+	int grown = VEC_GROW(*v, *cap, *n, 16, "diffing");
+	if (grown < 0)
+		return grown;
 	struct diff_item *it = &(*v)[*n];
 	it->path = malloc(d->path.len + 1);
 	if (!it->path)

@@ -1285,9 +1285,37 @@ static void test_now(void **state)
 	assert_true(b >= a); /* not guaranteed by REALTIME, but true outside clock jumps */
 }
 
+static void test_vec_grow(void **state)
+{
+	(void)state;
+	uint32_t *v = NULL;
+	size_t cap = 0, n = 0;
+	for (uint32_t i = 0; i < 1000; i++) {
+		assert_int_equal(VEC_GROW(v, cap, n, 4, "test"), 0);
+		assert_true(cap > n);
+		v[n++] = i;
+	}
+	assert_true(cap >= 1000 && cap <= 2048);
+	for (uint32_t i = 0; i < 1000; i++)
+		assert_int_equal(v[i], i);
+	/* no growth while there is room */
+	size_t before = cap;
+	assert_int_equal(VEC_GROW(v, cap, cap - 1, 4, "test"), 0);
+	assert_int_equal(cap, before);
+	/* a size that cannot be allocated leaves the array as it was */
+	uint32_t *keep = v;
+	size_t huge = SIZE_MAX / 2 + 1;
+	assert_int_equal(vec_grow(&v, &huge, huge, sizeof *v, 4, "huge"), -FERR_OVERFLOW);
+	assert_ptr_equal(v, keep);
+	assert_int_equal(huge, SIZE_MAX / 2 + 1);
+	assert_non_null(strstr(ferry_errmsg(-FERR_OVERFLOW), "huge"));
+	free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_vec_grow),
 		cmocka_unit_test(test_strerror),
 		cmocka_unit_test(test_err_detail),
 		cmocka_unit_test(test_err_truncation),
