@@ -277,7 +277,8 @@ static int readonly_value(struct store_pool *p, const struct store_ds *ds,
 			return r;
 		uint64_t v = 0;
 		if (!strcmp(d->name, "compressratio") || !strcmp(d->name, "refcompressratio")) {
-			int ref = d->name[0] == 'r';
+			/* zfs: a snapshot's compressratio is its refcompressratio */
+			int ref = d->name[0] == 'r' || ds->type == STORE_DS_SNAPSHOT;
 			uint64_t l = ref ? sp.logicalreferenced : sp.logicalused;
 			uint64_t ph = ref ? sp.referenced : sp.used;
 			store_format_ratio(l, ph, out->value, sizeof out->value, 0);
