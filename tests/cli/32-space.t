@@ -75,9 +75,12 @@ like "$(cat "$T/out")" "gzip-7" "pool status shows gzip-7 blocks"
 like "$(cat "$T/out")" "lz4" "pool status shows lz4 blocks"
 # zfs: a snapshot's compressratio is its refcompressratio (not logical over
 # its unique bytes, which a snapshot sharing everything would make huge)
-snapcr=$(ferry get -H -p -o value compressratio tank/text/lz@x)
-is "$snapcr" "$(ferry get -H -p -o value refcompressratio tank/text/lz@x)" \
-	"a snapshot's compressratio is its refcompressratio"
-is "$snapcr" "$(ferry get -H -p -o value refcompressratio tank/text/lz)" \
+for sn in tank/text@one tank/text@two tank/text/lz@x; do
+	is "$(ferry get -H -p -o value compressratio $sn)" \
+		"$(ferry get -H -p -o value refcompressratio $sn)" \
+		"$sn: a snapshot's compressratio is its refcompressratio"
+done
+is "$(ferry get -H -p -o value compressratio tank/text/lz@x)" \
+	"$(ferry get -H -p -o value refcompressratio tank/text/lz)" \
 	"and equals the dataset's refcompressratio when nothing changed since"
 done_testing
