@@ -135,15 +135,20 @@ static int job_fn(void *jv, void *ctx)
 			continue;
 		struct cfile *f = it->f;
 		it->known = 0;
+		uint8_t h[FERRY_HASH_LEN];
+		int hashed = 0;
 		if (f->old && it->rec < f->nold && f->old_len[it->rec] == it->len) {
-			hash_blake2b(it->blk.hash, j->data + it->off, it->len);
-			if (!memcmp(it->blk.hash, f->old[it->rec], FERRY_HASH_LEN)) {
+			hash_blake2b(h, j->data + it->off, it->len);
+			hashed = 1;
+			if (!memcmp(h, f->old[it->rec], FERRY_HASH_LEN)) {
+				memcpy(it->blk.hash, h, FERRY_HASH_LEN);
 				it->known = 1;
 				continue;
 			}
 		}
-		int r = store_block_prepare(c->policy, j->data + it->off, it->len, j->scratch + it->off,
-					    it->len, &it->blk);
+		/* (a record hashed for the comparison is not hashed again) */
+		int r = pack_prepare_record(c->policy, j->data + it->off, it->len, hashed ? h : NULL,
+					    j->scratch + it->off, it->len, &it->blk);
 		if (r < 0)
 			return r;
 	}

@@ -196,7 +196,7 @@ static int put_record(struct actx *c, struct node_bl_builder *bl, size_t len)
 	struct store_block b;
 	struct node_extent x;
 	int r;
-	if ((r = store_block_prepare(c->policy, c->rec, len, c->scratch, c->rs, &b)) < 0 ||
+	if ((r = pack_prepare_record(c->policy, c->rec, len, NULL, c->scratch, c->rs, &b)) < 0 ||
 	    (r = store_writer_put(c->w, &b, NULL)) < 0)
 		return r;
 	memset(&x, 0, sizeof x);

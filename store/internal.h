@@ -71,6 +71,15 @@ int cat_schema_snap(struct store_pool *p) FERRY_WUR;
  * then fails with -FERR_BUSY rather than wait). *fd is the lock's fd;
  * closing it releases the lock. */
 int pack_lock(struct store_pool *p, int exclusive, int *fd) FERRY_WUR;
+/* For capture: store_block_prepare (store_block_prepare_known when hash is
+ * not NULL), except that an all-zero record is a hole whatever the policy,
+ * compression=off included. A snapshot's tree then does not depend on the
+ * compression it was captured with, so a stream from an uncompressed
+ * source names the same blocks and holes as one from a compressed source,
+ * and a receiver's pool matches a direct capture. */
+int pack_prepare_record(struct codec_spec policy, const void *src, size_t lsize,
+			const uint8_t *hash, void *scratch, size_t scratch_cap,
+			struct store_block *out) FERRY_WUR;
 /* Encodes / parses a block header (PACK_BLK_HDR_LEN bytes). */
 void pack_blk_hdr_put(uint8_t *h, struct codec_spec c, uint32_t lsize, uint32_t psize,
 		      const uint8_t hash[FERRY_HASH_LEN]);

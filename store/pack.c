@@ -171,6 +171,25 @@ int store_block_prepare_known(struct codec_spec policy, const void *src, size_t 
 	return prepare_rule(policy, src, lsize, scratch, scratch_cap, out);
 }
 
+int pack_prepare_record(struct codec_spec policy, const void *src, size_t lsize,
+			const uint8_t *hash, void *scratch, size_t scratch_cap,
+			struct store_block *out)
+{
+	int r = hash ? store_block_prepare_known(policy, src, lsize, hash, scratch, scratch_cap, out)
+		     : store_block_prepare(policy, src, lsize, scratch, scratch_cap, out);
+	if (r < 0)
+		return r;
+	/* only raw blocks can be all zero here (the codec rule made any other
+	 * zero record a hole); the scan stops at the first nonzero byte */
+	if (out->form == BLOCK_RAW && codec_is_zero(src, lsize)) {
+		out->form = BLOCK_HOLE;
+		out->codec = policy;
+		out->psize = 0;
+		out->payload = NULL;
+	}
+	return 0;
+}
+
 int store_block_prepare_encoded(struct codec_spec c, const void *payload, size_t psize,
 				size_t lsize, const uint8_t hash[FERRY_HASH_LEN],
 				void *scratch, size_t scratch_cap, struct store_block *out)

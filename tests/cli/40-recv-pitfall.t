@@ -21,6 +21,11 @@ head -c 400000 /dev/urandom >"$S/bin/random"
 # binary-ish: random bytes interleaved with structure
 head -c 200000 /dev/urandom | od -An -tx1 >"$S/mixed/hexdump"
 cat "$S/text/t1.txt" "$S/bin/random" "$S/text/t2.txt" >"$S/mixed/blend"
+# all-zero records, written out (not sparse): a capture makes them holes
+# whatever the compression, off included, so an off source sends none
+head -c 1048576 /dev/zero >"$S/zeros"
+{ head -c 131072 "$S/text/t3.txt"; head -c 262144 /dev/zero; head -c 131072 "$S/text/t4.txt"; } \
+	>"$S/mixed/zero-middle"
 echo small >"$S/small"
 ln -s text/t0.txt "$S/link"
 
