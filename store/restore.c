@@ -38,6 +38,12 @@ struct rst {
 	const struct store_restore_opts *o;
 	struct store_restore_stats *st;
 	int owners;
+	/* what this restore creates gets euid/egid by itself: no --force (every
+	 * entry is new, in directories made here, which get their own modes only
+	 * after their children) and a target directory without setgid */
+	int fresh_owner;
+	uid_t euid;
+	gid_t egid;
 	int rootfd;
 	struct fbuf path;
 	uint8_t *buf;
@@ -139,10 +145,13 @@ static void set_xattrs(struct rst *r, struct jwarn *jw, int fd, int dirfd, const
 	}
 }
 
-static void set_attrs_jw(struct rst *r, struct jwarn *jw, int fd, const struct node_entry *e)
+/* fresh: fd is an inode this restore created (see rst.fresh_owner). */
+static void set_attrs_jw(struct rst *r, struct jwarn *jw, int fd, const struct node_entry *e,
+			 int fresh)
 {
 	struct timespec ts[2];
-	if (r->owners && fchown(fd, e->uid, e->gid) != 0)
+	int owned = fresh && r->fresh_owner && e->uid == r->euid && e->gid == r->egid;
+	if (r->owners && !owned && fchown(fd, e->uid, e->gid) != 0)
 		note(r, jw, "cannot set owner", errno);
 	set_xattrs(r, jw, fd, -1, NULL, e);
 	if (fchmod(fd, e->mode) != 0)
@@ -154,9 +163,9 @@ static void set_attrs_jw(struct rst *r, struct jwarn *jw, int fd, const struct n
 		note(r, jw, "cannot set mtime", errno);
 }
 
-static void set_attrs_fd(struct rst *r, int fd, const struct node_entry *e)
+static void set_attrs_fd(struct rst *r, int fd, const struct node_entry *e, int fresh)
 {
-	set_attrs_jw(r, NULL, fd, e);
+	set_attrs_jw(r, NULL, fd, e, fresh);
 }
 
 static void set_attrs_at(struct rst *r, int dirfd, const char *name, const struct node_entry *e)
@@ -280,7 +289,7 @@ static int rjob_small(struct rst *rs, struct rjob *j)
 		/* (a new file whose one block was written whole has its size) */
 		r = ferry_err_errno(errno, "restoring '%s': cannot set its size", j->path);
 	} else {
-		set_attrs_jw(rs, &j->jw, j->fd, &j->e);
+		set_attrs_jw(rs, &j->jw, j->fd, &j->e, 1);
 	}
 	close(j->fd);
 	j->fd = -1;
@@ -351,7 +360,7 @@ static void rjob_put(struct rst *r, struct rjob *j)
 	r->free_jobs = j;
 }
 
-static void set_attrs_fd(struct rst *r, int fd, const struct node_entry *e);
+static void set_attrs_fd(struct rst *r, int fd, const struct node_entry *e, int fresh);
 
 static int rcollect(struct rst *r)
 {
@@ -376,7 +385,7 @@ static int rcollect(struct rst *r)
 		if (rc == 0 && ftruncate(j->fd, (off_t)j->e.size) != 0)
 			rc = ferry_err_errno(errno, "cannot set the size of a restored file");
 		if (rc == 0)
-			set_attrs_fd(r, j->fd, &j->e);
+			set_attrs_fd(r, j->fd, &j->e, 1);
 		close(j->fd);
 	}
 	rjob_put(r, j);
@@ -533,6 +542,8 @@ static int queue_small(struct rst *r, int dirfd, const char *name, const struct 
 static int clear_name(struct rst *r, int dirfd, const char *name, int want_dir)
 {
 	struct stat sb;
+	if (!r->o->force)
+		return 0; /* a new tree in an empty directory: creation (O_EXCL) says if not */
 	if (fstatat(dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
 		return errno == ENOENT ? 0 : ferry_err_errno(errno, "cannot stat");
 	if (!r->o->force)
@@ -598,7 +609,7 @@ static int restore_entry(struct rst *r, int dirfd, const struct node_entry *e, i
 		r->st->dirs++;
 		rc = restore_dir(r, fd, e->child_type, e->child);
 		if (rc == 0)
-			set_attrs_fd(r, fd, e);
+			set_attrs_fd(r, fd, e, 1);
 		close(fd);
 		return rc;
 	}
@@ -728,7 +739,7 @@ static int restore_volume(struct rst *r, const char *path, const struct node_ent
 		return ferry_err_errno(errno, "cannot open '%s'", path);
 	rc = write_data(r, fd, e, blk);
 	if (rc == 0 && !blk)
-		set_attrs_fd(r, fd, e);
+		set_attrs_fd(r, fd, e, 0);
 	if (rc == 0 && fsync(fd) != 0)
 		rc = ferry_err_errno(errno, "cannot sync '%s'", path);
 	close(fd);
@@ -795,6 +806,15 @@ int store_restore(struct store_pool *p, const struct store_snap *s, const char *
 			goto out;
 		}
 	}
+	{
+		/* new inodes below a directory that is neither setgid nor of
+		 * another group (grpid mounts give its group) get euid/egid */
+		struct stat rsb;
+		r.euid = geteuid();
+		r.egid = getegid();
+		r.fresh_owner = !o->force && fstat(r.rootfd, &rsb) == 0 &&
+				!(rsb.st_mode & S_ISGID) && rsb.st_gid == r.egid;
+	}
 	if ((rc = workq_new(&r.q, 0, 32, rjob_fn, &r)) < 0)
 		goto out;
 	if ((rc = restore_dir(&r, r.rootfd, root.child_type, root.child)) < 0)
@@ -805,7 +825,7 @@ int store_restore(struct store_pool *p, const struct store_snap *s, const char *
 			goto out;
 		}
 	if (!o->nfiles)
-		set_attrs_fd(&r, r.rootfd, &root);
+		set_attrs_fd(&r, r.rootfd, &root, 0);
 	if (r.partial)
 		rc = ferry_err(FERR_PARTIAL, "restored with %llu warnings",
 			       (unsigned long long)st->warnings);

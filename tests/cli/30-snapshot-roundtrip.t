@@ -71,6 +71,15 @@ is "$rc" 0 "restore into a new directory"
 run "$TREECMP" "$S" "$T/r1"
 is "$rc" 0 "restored tree is identical (treecmp)"
 [ "$rc" = 0 ] || diag "$(cat "$T/out")"
+# into an existing empty directory that is setgid and of another group, new
+# files would take its group: restore must still set every owner exactly
+if [ "$(id -u)" = 0 ]; then
+	mkdir "$T/rsgid" && chgrp 4242 "$T/rsgid" && chmod 2775 "$T/rsgid"
+	run ferry restore tank/fs@one "$T/rsgid"
+	run "$TREECMP" --no-root "$S" "$T/rsgid"
+	is "$rc" 0 "restored into a setgid directory of another group: owners exact"
+	[ "$rc" = 0 ] || diag "$(cat "$T/out")"
+fi
 alloc=$(du -k "$T/r1/sparse" | cut -f1)
 [ "$alloc" -lt 2048 ] && ok "64 MiB sparse file stays sparse (${alloc}K allocated)" ||
 	not_ok "sparse file allocates ${alloc}K"
