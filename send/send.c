@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "send.h"
 
@@ -43,7 +44,26 @@ struct snd {
 	size_t sbuf_cap;
 	const char *cur;            /* snapshot being sent */
 	uint64_t last_ns;
+	/* --compress: blocks are recompressed on the worker pool and their
+	 * WRITEs encoded in order as they come back (before any other record) */
+	struct workq *q;
+	struct sjob *jobs;
+	unsigned njobs, next, inflight;
 };
+
+/* One block being recompressed for --compress. */
+struct sjob {
+	uint8_t hash[FERRY_HASH_LEN];
+	uint32_t lsize;
+	struct codec_spec c, to;    /* as stored, and as asked */
+	struct fbuf in;             /* the stored payload */
+	uint8_t *lbuf, *sbuf;
+	size_t sbuf_cap;
+	struct stream_write w;      /* the result, pointing into this job */
+};
+
+static int pend_drain(struct snd *s);
+static int pend_submit(struct snd *s, const uint8_t *hash, uint32_t lsize);
 
 static void mkkey(uint8_t key[KEY_LEN], char kind, const uint8_t *hash)
 {
@@ -126,11 +146,23 @@ static int emit_node(struct snd *s, const uint8_t *hash)
 	if ((r = store_node_read(s->rd, hash, &t, &s->node)) < 0)
 		return r;
 	s->st.nodes++;
+	if ((r = pend_drain(s)) < 0)
+		return r;
 	if (s->enc && (r = stream_encode_node(s->enc, (uint8_t)t, s->node.data, s->node.len,
 					      &s->out)) < 0)
 		return r;
 	return counted(s, 36 + s->node.len);
 }
+
+/* 1 when a block stored in codec c is already what --compress asks (to). */
+static int stored_as_is(struct codec_spec c, struct codec_spec to)
+{
+	return codec_equal(c, to) || (c.id == CODEC_OFF && to.id == CODEC_OFF);
+}
+
+static int recompress(struct codec_spec c, const uint8_t *data, size_t len, uint32_t lsize,
+		      struct codec_spec to, uint8_t *lbuf, uint8_t *sbuf, size_t sbuf_cap,
+		      struct stream_write *w);
 
 /* The WRITE payload of block hash as o asks: logical, as stored, or
  * recompressed to o->codec. */
@@ -162,8 +194,7 @@ static int block_payload(struct snd *s, const uint8_t *hash, uint32_t lsize,
 		return r;
 	if (ls != lsize)
 		return ferry_err(FERR_CORRUPT, "block is %u bytes, its blocklist says %u", ls, lsize);
-	if (!(s->o->flags & SEND_RECOMPRESS) || codec_equal(c, s->o->codec) ||
-	    (c.id == CODEC_OFF && s->o->codec.id == CODEC_OFF)) {
+	if (!(s->o->flags & SEND_RECOMPRESS) || stored_as_is(c, s->o->codec)) {
 		w->codec = c.id;
 		w->level = c.level;
 		w->psize = (uint32_t)s->blk.len;
@@ -171,17 +202,29 @@ static int block_payload(struct snd *s, const uint8_t *hash, uint32_t lsize,
 		return 0;
 	}
 	/* --compress: recompress here so the receiver keeps it as it is */
+	return recompress(c, s->blk.data, s->blk.len, lsize, s->o->codec, s->lbuf, s->sbuf,
+			  s->sbuf_cap, w);
+}
+
+/* --compress for one stored block: payload data/len in codec c, lsize
+ * bytes of content, recompressed to codec to as the storage rule says (a
+ * zero block is encoded rather than made a hole: the receiver's blocklist
+ * names it). w points into lbuf or sbuf. Thread-safe. */
+static int recompress(struct codec_spec c, const uint8_t *data, size_t len, uint32_t lsize,
+		      struct codec_spec to, uint8_t *lbuf, uint8_t *sbuf, size_t sbuf_cap,
+		      struct stream_write *w)
+{
+	int r;
 	if (c.id == CODEC_OFF)
-		memcpy(s->lbuf, s->blk.data, lsize);
-	else if ((r = codec_decode(c, s->blk.data, s->blk.len, s->lbuf, lsize)) < 0)
+		memcpy(lbuf, data, lsize);
+	else if ((r = codec_decode(c, data, len, lbuf, lsize)) < 0)
 		return r;
 	size_t psize = 0;
 	enum block_form form;
-	if ((r = codec_store_block(s->o->codec, s->lbuf, lsize, s->sbuf, s->sbuf_cap, &psize,
-				   &form)) < 0)
+	if ((r = codec_store_block(to, lbuf, lsize, sbuf, sbuf_cap, &psize, &form)) < 0)
 		return r;
 	if (form == BLOCK_HOLE) {
-		r = codec_encode(s->o->codec, s->lbuf, lsize, s->sbuf, s->sbuf_cap, &psize);
+		r = codec_encode(to, lbuf, lsize, sbuf, sbuf_cap, &psize);
 		if (r == -FERR_NOSPACE_DST) {
 			ferry_err_clear();
 			form = BLOCK_RAW;
@@ -192,17 +235,125 @@ static int block_payload(struct snd *s, const uint8_t *hash, uint32_t lsize,
 		}
 	}
 	if (form == BLOCK_COMPRESSED) {
-		w->codec = s->o->codec.id;
-		w->level = s->o->codec.level;
+		w->codec = to.id;
+		w->level = to.level;
 		w->psize = (uint32_t)psize;
-		w->data = s->sbuf;
+		w->data = sbuf;
 	} else {
 		w->codec = CODEC_OFF;
 		w->level = 0;
 		w->psize = lsize;
-		w->data = s->lbuf;
+		w->data = lbuf;
 	}
 	return 0;
+}
+
+/* ---- --compress on the worker pool --------------------------------------------------- */
+
+static int sjob_fn(void *jv, void *ctx)
+{
+	struct sjob *j = jv;
+	memcpy(j->w.hash, j->hash, FERRY_HASH_LEN);
+	j->w.lsize = j->lsize;
+	if (stored_as_is(j->c, j->to)) {
+		j->w.codec = j->c.id;
+		j->w.level = j->c.level;
+		j->w.psize = (uint32_t)j->in.len;
+		j->w.data = j->in.data;
+		return 0;
+	}
+	return recompress(j->c, j->in.data, j->in.len, j->lsize, j->to, j->lbuf, j->sbuf,
+			  j->sbuf_cap, &j->w);
+}
+
+/* Encodes the oldest block in flight, once it is done. */
+static int pend_collect(struct snd *s)
+{
+	void *jv;
+	int res, r;
+	if ((r = workq_collect(s->q, &jv, &res)) <= 0)
+		return r < 0 ? r : ferry_err(FERR_INVAL, "no block in flight");
+	s->inflight--;
+	struct sjob *j = jv;
+	if (res < 0)
+		return res;
+	s->st.writes++;
+	s->st.block_lbytes += j->lsize;
+	s->st.block_pbytes += j->w.psize;
+	if ((r = stream_encode_write(s->enc, &j->w, &s->out)) < 0)
+		return r;
+	return counted(s, 48 + (size_t)j->w.psize);
+}
+
+/* Encodes every block in flight: before any record that follows them. */
+static int pend_drain(struct snd *s)
+{
+	int r;
+	while (s->q && s->inflight)
+		if ((r = pend_collect(s)) < 0)
+			return r;
+	return 0;
+}
+
+/* Reads block hash as stored and hands its recompression to the pool. */
+static int pend_submit(struct snd *s, const uint8_t *hash, uint32_t lsize)
+{
+	uint32_t ls;
+	int r;
+	if (s->inflight == s->njobs && (r = pend_collect(s)) < 0)
+		return r;
+	struct sjob *j = &s->jobs[s->next];
+	if ((r = store_block_read_stored(s->rd, hash, s->prefer, &j->c, &ls, &j->in)) < 0)
+		return r;
+	if (ls != lsize)
+		return ferry_err(FERR_CORRUPT, "block is %u bytes, its blocklist says %u", ls, lsize);
+	memcpy(j->hash, hash, FERRY_HASH_LEN);
+	j->lsize = lsize;
+	j->to = s->o->codec;
+	if ((r = workq_submit(s->q, j)) < 0)
+		return r;
+	s->next = (s->next + 1) % s->njobs;
+	s->inflight++;
+	return 0;
+}
+
+/* Starts the pool for --compress (not for a dry run, which reads no data). */
+static int pend_init(struct snd *s)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned threads = ncpu > 0 ? (unsigned)ncpu : 1;
+	if (!(s->o->flags & SEND_RECOMPRESS) || !s->enc || threads < 2)
+		return 0;
+	s->njobs = threads * 4;
+	if (!(s->jobs = calloc(s->njobs, sizeof *s->jobs)))
+		return ferry_err(FERR_NOMEM, "sending");
+	for (unsigned i = 0; i < s->njobs; i++) {
+		struct sjob *j = &s->jobs[i];
+		fbuf_init(&j->in, STORE_BLOCK_MAX + 64);
+		j->sbuf_cap = codec_bound(STREAM_BLOCK_MAX);
+		if (!(j->lbuf = malloc(STREAM_BLOCK_MAX)) || !(j->sbuf = malloc(j->sbuf_cap)))
+			return ferry_err(FERR_NOMEM, "sending");
+	}
+	return workq_new(&s->q, threads, s->njobs, sjob_fn, s);
+}
+
+static void pend_free(struct snd *s)
+{
+	if (s->q) {
+		void *jv;
+		int res;
+		while (s->inflight && workq_collect(s->q, &jv, &res) > 0)
+			s->inflight--;
+		workq_free(s->q);
+		s->q = NULL;
+	}
+	for (unsigned i = 0; s->jobs && i < s->njobs; i++) {
+		fbuf_release(&s->jobs[i].in);
+		free(s->jobs[i].lbuf);
+		free(s->jobs[i].sbuf);
+	}
+	free(s->jobs);
+	s->jobs = NULL;
 }
 
 static int emit_block(struct snd *s, const uint8_t *hash, uint64_t len)
@@ -223,10 +374,14 @@ static int emit_block(struct snd *s, const uint8_t *hash, uint64_t len)
 		return 0;
 	if (inbase) {
 		s->st.byrefs++;
+		if ((r = pend_drain(s)) < 0)
+			return r;
 		if (s->enc && (r = stream_encode_byref(s->enc, hash, (uint32_t)len, &s->out)) < 0)
 			return r;
 		return counted(s, 40);
 	}
+	if (s->q && (s->flags & STREAM_F_COMPRESSED))
+		return pend_submit(s, hash, (uint32_t)len);
 	struct stream_write w;
 	memset(&w, 0, sizeof w);
 	if ((r = block_payload(s, hash, (uint32_t)len, &w)) < 0)
@@ -699,7 +854,7 @@ static int send_one(struct snd *s, const struct store_snap *to, const struct sto
 			      (unsigned long long)s->skip, (unsigned long long)s->seq);
 		goto out;
 	}
-	if (s->enc && (r = stream_encode_end(s->enc, &s->out)) < 0)
+	if ((r = pend_drain(s)) < 0 || (s->enc && (r = stream_encode_end(s->enc, &s->out)) < 0))
 		goto out;
 	if ((r = counted(s, 40)) < 0)
 		goto out;
@@ -1015,6 +1170,8 @@ int send_run(struct store_pool *p, const char *snap, const struct send_opts *o,
 		goto out;
 	if (!(o->flags & SEND_DRYRUN) && (r = stream_encoder_new(&s.enc, 0)) < 0)
 		goto out;
+	if ((r = pend_init(&s)) < 0)
+		goto out;
 	unsigned flags = o->flags;
 	const char *from = o->from;
 	if (o->token) {
@@ -1118,6 +1275,7 @@ out:
 	store_hset_free(s.sent);
 	store_hset_free(s.base);
 	store_hset_free(s.base_blocks);
+	pend_free(&s);
 	stream_encoder_free(s.enc);
 	store_reader_free(s.rd);
 	store_read_end(p);
