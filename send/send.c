@@ -266,6 +266,18 @@ static int sjob_fn(void *jv, void *ctx)
 			  j->sbuf_cap, &j->w);
 }
 
+/* Counts and (unless dry running) encodes one WRITE, in stream order. */
+static int put_write(struct snd *s, const struct stream_write *w)
+{
+	int r;
+	s->st.writes++;
+	s->st.block_lbytes += w->lsize;
+	s->st.block_pbytes += w->psize;
+	if (s->enc && (r = stream_encode_write(s->enc, w, &s->out)) < 0)
+		return r;
+	return counted(s, 48 + (size_t)w->psize);
+}
+
 /* Encodes the oldest block in flight, once it is done. */
 static int pend_collect(struct snd *s)
 {
@@ -277,12 +289,7 @@ static int pend_collect(struct snd *s)
 	struct sjob *j = jv;
 	if (res < 0)
 		return res;
-	s->st.writes++;
-	s->st.block_lbytes += j->lsize;
-	s->st.block_pbytes += j->w.psize;
-	if ((r = stream_encode_write(s->enc, &j->w, &s->out)) < 0)
-		return r;
-	return counted(s, 48 + (size_t)j->w.psize);
+	return put_write(s, &j->w);
 }
 
 /* Encodes every block in flight: before any record that follows them. */
@@ -386,12 +393,7 @@ static int emit_block(struct snd *s, const uint8_t *hash, uint64_t len)
 	memset(&w, 0, sizeof w);
 	if ((r = block_payload(s, hash, (uint32_t)len, &w)) < 0)
 		return r;
-	s->st.writes++;
-	s->st.block_lbytes += len;
-	s->st.block_pbytes += w.psize;
-	if (s->enc && (r = stream_encode_write(s->enc, &w, &s->out)) < 0)
-		return r;
-	return counted(s, 48 + (size_t)w.psize);
+	return put_write(s, &w);
 }
 
 /* ---- the walk --------------------------------------------------------------------- */
