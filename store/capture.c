@@ -354,11 +354,15 @@ static int submit_simple(struct cap *c, struct cfile *f, int kind, uint64_t hole
 
 /* Reads fd (a regular file, image or block device of size bytes) into f's
  * blocklist. *got receives the bytes covered (less than size when the file
- * shrank while being read). */
-static int read_data(struct cap *c, int fd, uint64_t size, struct cfile *f, uint64_t *got)
+ * shrank while being read). dense says the file has as many blocks allocated
+ * as its size needs, so it has no hole worth looking for: SEEK_DATA and
+ * SEEK_HOLE are skipped (reading a hole gives zeros, and an all-zero record
+ * becomes a hole anyway, so the snapshot holds the same data). */
+static int read_data(struct cap *c, int fd, uint64_t size, int dense, struct cfile *f,
+		     uint64_t *got)
 {
 	uint64_t off = 0, data_end = 0;
-	int seekable = 1, r;
+	int seekable = !dense, r;
 	while (off < size) {
 		if (seekable && off >= data_end) {
 			off_t d = lseek(fd, (off_t)off, SEEK_DATA);
@@ -805,7 +809,8 @@ static int capture_file(struct cap *c, int dirfd, const char *name, const struct
 	if (oe && oe->ftype == NODE_F_REG && oe->child_type && (r = old_records(c, f, oe)) < 0)
 		goto out;
 	uint64_t got = 0;
-	if ((r = read_data(c, fd, (uint64_t)sb.st_size, f, &got)) < 0) {
+	int dense = sb.st_blocks >= 0 && (uint64_t)sb.st_blocks * 512 >= (uint64_t)sb.st_size;
+	if ((r = read_data(c, fd, (uint64_t)sb.st_size, dense, f, &got)) < 0) {
 		if (r == -FERR_IO) {
 			/* a read error mid-file: keep what the snapshot had, or skip */
 			char msg[300];
@@ -1220,7 +1225,7 @@ static int capture_volume(struct cap *c, const char *from, uint8_t *root)
 		if (r < 0)
 			goto out;
 	}
-	if ((r = read_data(c, fd, size, &f, &got)) < 0 ||
+	if ((r = read_data(c, fd, size, 0, &f, &got)) < 0 ||
 	    (r = submit_simple(c, &f, JOB_END, 0)) < 0 || (r = drain(c)) < 0)
 		goto out;
 	if (got != size) {
@@ -1339,6 +1344,7 @@ int store_capture(struct store_pool *p, const struct store_ds *ds, const char *n
 	}
 	store_writer_counters(c.w, &st->blocks_written, &st->bytes_written);
 	progress(&c, 1);
+	store_writer_last(c.w);
 	if ((r = store_writer_commit_snapshot(c.w, ds, name, root, 0, 0, NULL)) < 0)
 		goto out;
 	if (c.partial)

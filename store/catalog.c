@@ -176,8 +176,13 @@ int cat_open(struct store_pool *p, int create)
 		return r;
 	/* a page cache of up to 32 MiB (SQLite's default is 2 MiB): a restore
 	 * or send looks up every block and node once, and the index of a large
-	 * pool outgrows 2 MiB long before it outgrows this */
-	return cat_exec(p, "PRAGMA foreign_keys=ON; PRAGMA cache_size=-32768; PRAGMA temp.cache_size=-32768;");
+	 * pool outgrows 2 MiB long before it outgrows this. The TEMP tables
+	 * (a writer's pending rows, send's sets) keep their rollback journal
+	 * in memory: it only ever holds the pages one batch of inserts
+	 * touched (store/pack.c), and on a file it cost two writes per page
+	 * per batch (55,000 system calls for a 31,600-file capture). */
+	return cat_exec(p, "PRAGMA foreign_keys=ON; PRAGMA cache_size=-32768;"
+			   " PRAGMA temp.cache_size=-32768; PRAGMA temp.journal_mode=MEMORY;");
 }
 
 int cat_meta_get(struct store_pool *p, const char *key, char *buf, size_t n)

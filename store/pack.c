@@ -263,9 +263,10 @@ struct store_writer {
 	size_t buflen;
 	int in_batch;
 	unsigned batch_ops;
+	int last;            /* store_writer_last: the next commit is the last one */
 	uint64_t blocks, bytes;
 	sqlite3_stmt *st_has_main, *st_has_new, *st_ins_new, *st_ins_ref, *st_any_main,
-		*st_any_new, *st_node_main, *st_node_new, *st_ins_node;
+		*st_any_new, *st_node_main, *st_node_new, *st_ins_node, *st_ref_main;
 };
 
 static const char temp_schema[] =
@@ -283,7 +284,7 @@ static void writer_finalize(struct store_writer *w)
 {
 	sqlite3_stmt **sts[] = {&w->st_has_main, &w->st_has_new, &w->st_ins_new, &w->st_ins_ref,
 				&w->st_any_main, &w->st_any_new, &w->st_node_main,
-				&w->st_node_new, &w->st_ins_node};
+				&w->st_node_new, &w->st_ins_node, &w->st_ref_main};
 	for (size_t i = 0; i < sizeof sts / sizeof sts[0]; i++) {
 		sqlite3_finalize(*sts[i]);
 		*sts[i] = NULL;
@@ -401,7 +402,10 @@ int store_writer_new(struct store_pool *p, struct store_writer **out)
 	    (r = cat_prepare(p, "SELECT 1 FROM main.nodes WHERE hash = ?", &w->st_node_main)) < 0 ||
 	    (r = cat_prepare(p, "SELECT 1 FROM temp.w_nodes WHERE hash = ?", &w->st_node_new)) < 0 ||
 	    (r = cat_prepare(p, "INSERT INTO temp.w_nodes(hash, type, data) VALUES(?, ?, ?)",
-			     &w->st_ins_node)) < 0)
+			     &w->st_ins_node)) < 0 ||
+	    (r = cat_prepare(p, "INSERT OR IGNORE INTO temp.w_refs(hash, codec, level)"
+				" SELECT hash, codec, level FROM main.blocks WHERE hash = ? LIMIT 1",
+			     &w->st_ref_main)) < 0)
 		goto fail;
 	*out = w;
 	return 0;
@@ -440,8 +444,9 @@ void store_writer_free(struct store_writer *w)
 		return;
 	batch_end(w, 0);
 	writer_finalize(w);
-	if (w->p && w->p->db && cat_exec(w->p, "DELETE FROM temp.w_new; DELETE FROM temp.w_nodes;"
-					    " DELETE FROM temp.w_refs;") < 0) { /* connection gone */ }
+	/* The TEMP rows left behind are harmless: the next writer on this
+	 * connection clears them first (temp_schema), and closing the pool
+	 * drops them; clearing them here would cost a walk of every page. */
 	close_packs(w);
 	flusher_stop(w);
 	free(w->packs);
@@ -600,6 +605,20 @@ int store_writer_put(struct store_writer *w, const struct store_block *b, int *s
 
 int store_writer_ref(struct store_writer *w, const uint8_t hash[FERRY_HASH_LEN])
 {
+	int r;
+	/* The common case in one statement: a committed copy, not yet
+	 * referenced. Anything else (already referenced, or only in this
+	 * writer) takes the two lookups below. */
+	if ((r = batch_op(w)) < 0)
+		return r;
+	sqlite3_reset(w->st_ref_main);
+	sqlite3_bind_blob(w->st_ref_main, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
+	r = sqlite3_step(w->st_ref_main);
+	sqlite3_reset(w->st_ref_main);
+	if (r != SQLITE_DONE)
+		return cat_err(w->p, "recording a block");
+	if (sqlite3_changes(w->p->db) == 1)
+		return 0;
 	sqlite3_stmt *sts[2] = {w->st_any_main, w->st_any_new}; /* committed copies are the common case */
 	for (int i = 0; i < 2; i++) {
 		sqlite3_stmt *st = sts[i];
@@ -657,6 +676,11 @@ int store_writer_put_node(struct store_writer *w, int type, const void *data, si
 void store_writer_pause(struct store_writer *w)
 {
 	batch_end(w, 1);
+}
+
+void store_writer_last(struct store_writer *w)
+{
+	w->last = 1;
 }
 
 void store_writer_counters(const struct store_writer *w, uint64_t *blocks, uint64_t *bytes)
@@ -915,10 +939,11 @@ int store_writer_commit_snapshot(struct store_writer *w, const struct store_ds *
 	st = NULL;
 	if ((r = store_tx_commit(p)) < 0)
 		goto out;
-	/* Committed: forget the pending rows and start the next snapshot on a
-	 * fresh pack so no committed pack ever grows again. */
-	if (cat_exec(p, "DELETE FROM temp.w_new; DELETE FROM temp.w_nodes;"
-			" DELETE FROM temp.w_refs;") < 0) { /* rows are harmless duplicates */ }
+	/* Committed: forget the pending rows (unless no snapshot follows:
+	 * see store_writer_last) and start the next snapshot on a fresh pack
+	 * so no committed pack ever grows again. */
+	if (!w->last && cat_exec(p, "DELETE FROM temp.w_new; DELETE FROM temp.w_nodes;"
+				   " DELETE FROM temp.w_refs;") < 0) { /* harmless duplicates */ }
 	close_packs(w);
 	if (snap_id)
 		*snap_id = id;

@@ -428,6 +428,10 @@ int store_writer_put_node(struct store_writer *w, int type, const void *data, si
  * caller can run its own catalogue transaction (store_tx_begin) before
  * committing; the next put starts a new batch. */
 void store_writer_pause(struct store_writer *w);
+/* Says the next commit is the writer's last: it then leaves its pending
+ * rows for the writer's end instead of clearing them (a walk of every TEMP
+ * page), so the writer must only be freed after that commit. */
+void store_writer_last(struct store_writer *w);
 /* Physical bytes and blocks written to packs so far by this writer. */
 void store_writer_counters(const struct store_writer *w, uint64_t *blocks, uint64_t *bytes);
 
