@@ -266,7 +266,7 @@ struct store_writer {
 	int last;            /* store_writer_last: the next commit is the last one */
 	uint64_t blocks, bytes;
 	sqlite3_stmt *st_has_main, *st_has_new, *st_ins_new, *st_ins_ref, *st_any_main,
-		*st_any_new, *st_node_main, *st_node_new, *st_ins_node, *st_ref_main;
+		*st_any_new, *st_node_main, *st_ins_node, *st_ref_main;
 };
 
 static const char temp_schema[] =
@@ -284,7 +284,7 @@ static void writer_finalize(struct store_writer *w)
 {
 	sqlite3_stmt **sts[] = {&w->st_has_main, &w->st_has_new, &w->st_ins_new, &w->st_ins_ref,
 				&w->st_any_main, &w->st_any_new, &w->st_node_main,
-				&w->st_node_new, &w->st_ins_node, &w->st_ref_main};
+				&w->st_ins_node, &w->st_ref_main};
 	for (size_t i = 0; i < sizeof sts / sizeof sts[0]; i++) {
 		sqlite3_finalize(*sts[i]);
 		*sts[i] = NULL;
@@ -391,7 +391,8 @@ int store_writer_new(struct store_pool *p, struct store_writer **out)
 			     &w->st_has_main)) < 0 ||
 	    (r = cat_prepare(p, "SELECT 1 FROM temp.w_new WHERE hash = ? AND codec = ? AND level = ?",
 			     &w->st_has_new)) < 0 ||
-	    (r = cat_prepare(p, "INSERT INTO temp.w_new(hash, codec, level, pack, offset, psize, lsize)"
+	    (r = cat_prepare(p, "INSERT OR IGNORE INTO temp.w_new(hash, codec, level, pack, offset,"
+				" psize, lsize)"
 				" VALUES(?, ?, ?, ?, ?, ?, ?)", &w->st_ins_new)) < 0 ||
 	    (r = cat_prepare(p, "INSERT OR IGNORE INTO temp.w_refs(hash, codec, level) VALUES(?, ?, ?)",
 			     &w->st_ins_ref)) < 0 ||
@@ -400,8 +401,7 @@ int store_writer_new(struct store_pool *p, struct store_writer **out)
 	    (r = cat_prepare(p, "SELECT codec, level FROM temp.w_new WHERE hash = ? LIMIT 1",
 			     &w->st_any_new)) < 0 ||
 	    (r = cat_prepare(p, "SELECT 1 FROM main.nodes WHERE hash = ?", &w->st_node_main)) < 0 ||
-	    (r = cat_prepare(p, "SELECT 1 FROM temp.w_nodes WHERE hash = ?", &w->st_node_new)) < 0 ||
-	    (r = cat_prepare(p, "INSERT INTO temp.w_nodes(hash, type, data) VALUES(?, ?, ?)",
+	    (r = cat_prepare(p, "INSERT OR IGNORE INTO temp.w_nodes(hash, type, data) VALUES(?, ?, ?)",
 			     &w->st_ins_node)) < 0 ||
 	    (r = cat_prepare(p, "INSERT OR IGNORE INTO temp.w_refs(hash, codec, level)"
 				" SELECT hash, codec, level FROM main.blocks WHERE hash = ? LIMIT 1",
@@ -561,7 +561,8 @@ int store_writer_put(struct store_writer *w, const struct store_block *b, int *s
 		return 0;
 	if (b->psize == 0 || b->psize > b->lsize || b->lsize > STORE_BLOCK_MAX)
 		return ferry_err(FERR_INVAL, "block sizes %u/%u", b->psize, b->lsize);
-	if ((r = store_writer_has(w, b->hash, b->codec)) < 0)
+	bind_hash_codec(w->st_has_main, b->hash, b->codec);
+	if ((r = step_exists(w->p, w->st_has_main, "looking up a block")) < 0)
 		return r;
 	if (r == 1)
 		return add_ref(w, b->hash, b->codec);
@@ -569,6 +570,22 @@ int store_writer_put(struct store_writer *w, const struct store_block *b, int *s
 		if ((r = open_new_pack(w)) < 0)
 			return r;
 	uint64_t off = w->cur_size;
+	/* The row first: when this writer already holds the block the INSERT
+	 * OR IGNORE changes nothing and no byte is written. */
+	if ((r = batch_op(w)) < 0)
+		return r;
+	sqlite3_stmt *st = w->st_ins_new;
+	bind_hash_codec(st, b->hash, b->codec);
+	sqlite3_bind_text(st, 4, w->packs[w->cur].name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, (int64_t)off);
+	sqlite3_bind_int64(st, 6, b->psize);
+	sqlite3_bind_int64(st, 7, b->lsize);
+	r = sqlite3_step(st) == SQLITE_DONE ? 0 : cat_err(w->p, "recording a block");
+	sqlite3_reset(st);
+	if (r < 0)
+		return r;
+	if (sqlite3_changes(w->p->db) == 0)
+		return add_ref(w, b->hash, b->codec);
 	pack_blk_hdr_put(hdr, b->codec, b->lsize, b->psize, b->hash);
 	size_t need = PACK_BLK_HDR_LEN + (size_t)b->psize;
 	if (w->buflen + need > WBUF_SIZE && (r = flush_buf(w)) < 0)
@@ -584,18 +601,6 @@ int store_writer_put(struct store_writer *w, const struct store_block *b, int *s
 		w->buflen += need;
 	}
 	w->cur_size += need;
-	if ((r = batch_op(w)) < 0)
-		return r;
-	sqlite3_stmt *st = w->st_ins_new;
-	bind_hash_codec(st, b->hash, b->codec);
-	sqlite3_bind_text(st, 4, w->packs[w->cur].name, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 5, (int64_t)off);
-	sqlite3_bind_int64(st, 6, b->psize);
-	sqlite3_bind_int64(st, 7, b->lsize);
-	r = sqlite3_step(st) == SQLITE_DONE ? 0 : cat_err(w->p, "recording a block");
-	sqlite3_reset(st);
-	if (r < 0)
-		return r;
 	w->blocks++;
 	w->bytes += need;
 	if (stored)
@@ -648,11 +653,15 @@ int store_writer_put_node(struct store_writer *w, int type, const void *data, si
 	if (type < 1 || type > 4 || len > NODE_MAX)
 		return ferry_err(FERR_INVAL, "node of type %d and %zu bytes", type, len);
 	node_hash(type, data, len, h);
-	sqlite3_stmt *sts[2] = {w->st_node_new, w->st_node_main};
-	for (int i = 0; i < 2; i++) {
-		sqlite3_reset(sts[i]);
-		sqlite3_bind_blob(sts[i], 1, h, FERRY_HASH_LEN, SQLITE_STATIC);
-		if ((r = step_exists(w->p, sts[i], "looking up a node")) < 0)
+	/* One this writer already holds is ignored by the INSERT OR IGNORE.
+	 * One the pool already holds would be ignored by the commit's (nodes
+	 * are content-addressed, a copy is the same node), so only directory
+	 * and index nodes, which an incremental capture rebuilds unchanged,
+	 * are looked up first; a file's blocklist is new or rare. */
+	if (type != NODE_BLOCKLIST) {
+		sqlite3_reset(w->st_node_main);
+		sqlite3_bind_blob(w->st_node_main, 1, h, FERRY_HASH_LEN, SQLITE_STATIC);
+		if ((r = step_exists(w->p, w->st_node_main, "looking up a node")) < 0)
 			return r;
 		if (r == 1) {
 			memcpy(hash_out, h, FERRY_HASH_LEN);

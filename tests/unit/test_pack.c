@@ -183,6 +183,74 @@ static void test_put_get_dedup(void **state)
 	store_reader_free(rd);
 }
 
+/* The writer's short paths: a block or node put twice, a reference made
+ * twice or to a block only this writer holds, and a writer whose one commit
+ * was its last (store_writer_last) leaving its rows for the next writer,
+ * which must not inherit them. */
+static void test_writer_paths(void **state)
+{
+	static uint8_t d1[5000], d2[7000], s1[8000], s2[8000];
+	struct store_writer *w = NULL;
+	struct store_block b1, b2;
+	struct codec_spec lz4 = {CODEC_LZ4, 0};
+	uint8_t root[FERRY_HASH_LEN], h1[FERRY_HASH_LEN], h2[FERRY_HASH_LEN];
+	static const uint8_t bl[] = "a blocklist's bytes, not decoded by the writer";
+	struct store_snap s;
+	int stored;
+	for (size_t i = 0; i < sizeof d1; i++)
+		d1[i] = (uint8_t)(i * 7 / 50);
+	for (size_t i = 0; i < sizeof d2; i++)
+		d2[i] = (uint8_t)(i * 13 / 40);
+	assert_int_equal(store_block_prepare(lz4, d1, sizeof d1, s1, sizeof s1, &b1), 0);
+	assert_int_equal(store_block_prepare(lz4, d2, sizeof d2, s2, sizeof s2, &b2), 0);
+	/* A: b1 put twice and referenced twice while only A holds it */
+	assert_int_equal(store_writer_new(P, &w), 0);
+	assert_int_equal(store_writer_put(w, &b1, &stored), 0);
+	assert_int_equal(stored, 1);
+	assert_int_equal(store_writer_put(w, &b1, &stored), 0);
+	assert_int_equal(stored, 0);
+	assert_int_equal(store_writer_ref(w, b1.hash), 0);
+	assert_int_equal(store_writer_ref(w, b1.hash), 0);
+	assert_int_equal(store_writer_put_node(w, NODE_BLOCKLIST, bl, sizeof bl, h1), 0);
+	assert_int_equal(store_writer_put_node(w, NODE_BLOCKLIST, bl, sizeof bl, h2), 0);
+	assert_memory_equal(h1, h2, FERRY_HASH_LEN);
+	make_root(w, root);
+	store_writer_last(w);
+	assert_int_equal(store_writer_commit_snapshot(w, &DS, "paths1", root, 0, 0, NULL), 0);
+	store_writer_free(w);
+	assert_int_equal(store_snap_lookup(P, "tank/a@paths1", &s), 0);
+	assert_int_equal(s.referenced, b1.psize);
+	uint64_t blocks, bytes;
+	/* B: only b2; nothing of A's snapshot may leak into it */
+	assert_int_equal(store_writer_new(P, &w), 0);
+	assert_int_equal(store_writer_put(w, &b2, &stored), 0);
+	assert_int_equal(stored, 1);
+	assert_int_equal(store_writer_ref(w, b2.hash), 0);
+	store_writer_counters(w, &blocks, &bytes);
+	assert_int_equal(blocks, 1);
+	make_root(w, root);
+	assert_int_equal(store_writer_commit_snapshot(w, &DS, "paths2", root, 0, 0, NULL), 0);
+	store_writer_free(w);
+	assert_int_equal(store_snap_lookup(P, "tank/a@paths2", &s), 0);
+	assert_int_equal(s.referenced, b2.psize);
+	/* C: b1 from the pool, referenced twice; the node the pool holds put
+	 * again; nothing written */
+	assert_int_equal(store_writer_new(P, &w), 0);
+	assert_int_equal(store_writer_ref(w, b1.hash), 0);
+	assert_int_equal(store_writer_ref(w, b1.hash), 0);
+	assert_int_equal(store_writer_put(w, &b1, &stored), 0);
+	assert_int_equal(stored, 0);
+	assert_int_equal(store_writer_put_node(w, NODE_BLOCKLIST, bl, sizeof bl, h2), 0);
+	assert_memory_equal(h1, h2, FERRY_HASH_LEN);
+	make_root(w, root);
+	assert_int_equal(store_writer_commit_snapshot(w, &DS, "paths3", root, 0, 0, NULL), 0);
+	store_writer_counters(w, &blocks, &bytes);
+	assert_int_equal(blocks, 0);
+	store_writer_free(w);
+	assert_int_equal(store_snap_lookup(P, "tank/a@paths3", &s), 0);
+	assert_int_equal(s.referenced, b1.psize);
+}
+
 /* Every block in a pack can be found and checked from the pack alone. */
 static void test_self_describing(void **state)
 {
@@ -218,7 +286,7 @@ static void test_self_describing(void **state)
 		}
 	}
 	closedir(d);
-	assert_int_equal(blocks, 2);
+	assert_int_equal(blocks, 4); /* two from test_put_get_dedup, two from test_writer_paths */
 }
 
 static void test_corruption_detected(void **state)
@@ -292,6 +360,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_prepare_rule),
 		cmocka_unit_test(test_put_get_dedup),
+		cmocka_unit_test(test_writer_paths),
 		cmocka_unit_test(test_self_describing),
 		cmocka_unit_test(test_corruption_detected),
 		cmocka_unit_test(test_uncommitted_is_garbage),
