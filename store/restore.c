@@ -10,9 +10,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -729,14 +731,29 @@ static int restore_volume(struct rst *r, const char *path, const struct node_ent
 	struct stat sb;
 	int fd, rc, blk = 0;
 	if (stat(path, &sb) == 0) {
-		if (S_ISBLK(sb.st_mode))
-			blk = 1;
-		else if (!r->o->force)
-			return ferry_err(FERR_EXISTS, "'%s' exists (use --force to overwrite)", path);
+		blk = S_ISBLK(sb.st_mode);
+		/* a block device always exists: overwriting it is as deliberate
+		 * as overwriting an image */
+		if (!r->o->force)
+			return ferry_err(FERR_EXISTS, "'%s' exists%s (use --force to overwrite)", path,
+					 blk ? " and is a block device" : "");
 	}
 	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (blk ? 0 : O_TRUNC), 0600);
 	if (fd < 0)
 		return ferry_err_errno(errno, "cannot open '%s'", path);
+	uint64_t devsize = 0;
+	if (blk && ioctl(fd, BLKGETSIZE64, &devsize) != 0) {
+		rc = ferry_err_errno(errno, "cannot read the size of block device '%s'", path);
+		close(fd);
+		return rc;
+	}
+	if (blk && devsize < e->size) {
+		/* refused before a byte is written, not at the first short write */
+		rc = ferry_err(FERR_INVAL, "block device '%s' holds %llu bytes; the volume needs %llu",
+			       path, (unsigned long long)devsize, (unsigned long long)e->size);
+		close(fd);
+		return rc;
+	}
 	rc = write_data(r, fd, e, blk);
 	if (rc == 0 && !blk)
 		set_attrs_fd(r, fd, e, 0);

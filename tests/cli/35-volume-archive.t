@@ -31,6 +31,41 @@ like "$(cat "$T/out")" "blocks written 1," "a changed volume block is the only o
 run ferry restore --force tank/vol@two "$T/restored.img"
 cmp -s "$T/disk.img" "$T/restored.img" && ok "restore --force overwrites the image" || not_ok "image differs"
 
+# ---- volumes on block devices (loop devices: root only) ----------------------------
+L1= L2= L3=
+trap 'for l in $L1 $L2 $L3; do losetup -d "$l"; done; chmod -R u+rwX "$T" 2>/dev/null; rm -rf "$T"' EXIT
+if [ "$(id -u)" = 0 ] && command -v losetup >/dev/null 2>&1 &&
+	cp --sparse=always "$T/disk.img" "$T/src.img" &&
+	L1=$(losetup -f --show "$T/src.img" 2>/dev/null) && truncate -s 64M "$T/dst.img" &&
+	L2=$(losetup -f --show "$T/dst.img" 2>/dev/null) && truncate -s 32M "$T/small.img" &&
+	L3=$(losetup -f --show "$T/small.img" 2>/dev/null); then
+	ferry create -V 64M -b 8K tank/bvol
+	run ferry snapshot -v --from "$L1" tank/bvol@one
+	is "$rc" 0 "snapshot a volume from a block device"
+	blocks=$(sed -n 's/.*, blocks \([0-9]*\),.*/\1/p' "$T/out")
+	[ "${blocks:-999}" -lt 200 ] && ok "a block device's zero records are not stored ($blocks blocks)" ||
+		not_ok "$blocks blocks stored"
+	# the device to restore onto holds other data, which must all go
+	dd if=/dev/urandom of="$L2" bs=1M count=64 conv=fsync status=none
+	cp "$T/dst.img" "$T/dst.before"
+	refused 1 "is a block device.*--force" "restore does not overwrite a block device without --force" \
+		ferry restore tank/bvol@one "$L2"
+	cmp -s "$T/dst.img" "$T/dst.before" && ok "the device is untouched" || not_ok "the device changed"
+	refused 1 "holds 33554432 bytes; the volume needs 67108864" \
+		"a device smaller than the volume is refused" ferry restore --force tank/bvol@one "$L3"
+	cmp -s -n 33554432 "$L3" /dev/zero && ok "the small device is untouched" ||
+		not_ok "the small device was written"
+	run ferry restore --force tank/bvol@one "$L2"
+	is "$rc" 0 "restore --force writes a volume onto a block device"
+	cmp -s "$L1" "$L2" && ok "the device holds the volume exactly, holes written as zeros" ||
+		not_ok "the device differs from the source"
+	run ferry restore tank/bvol@one "$T/bvol.img"
+	cmp -s "$T/src.img" "$T/bvol.img" && ok "the device's snapshot restores to an identical image" ||
+		not_ok "image differs"
+else
+	ok "# SKIP block devices need root and loop devices"
+fi
+
 # ---- archives ----------------------------------------------------------------------
 S="$T/src"
 mkdir -p "$S/d/e"
