@@ -1,7 +1,8 @@
 /* store/restore_archive.c — writing a snapshot as a tar, pax or zip archive
  * through libarchive (the only restore file that knows libarchive). Member
- * names are the snapshot's relative paths; hardlinks stay hardlinks; holes
- * are written as zeros (the formats here carry no sparse maps). */
+ * names are the snapshot's relative paths; hardlinks stay hardlinks; a
+ * file's holes are left out of tar and pax archives (a GNU sparse 1.0 map,
+ * which GNU tar and bsdtar restore as holes) and written as zeros in zip. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <stdio.h>
@@ -77,6 +78,67 @@ static int emit_extent(void *arg, const struct node_extent *x, uint64_t off)
 	return 0;
 }
 
+/* A file's sparse map: one entry per run of adjacent data extents. At most
+ * SPARSE_RUNS_MAX runs, so a file of many small holes costs bounded memory:
+ * past that it is written whole, zeros included. */
+#define SPARSE_RUNS_MAX 65536
+struct sparse {
+	struct archive_entry *ae;
+	uint64_t start, len, end;
+	size_t runs;
+	int holes, too_many;
+};
+
+static void sparse_flush(struct sparse *m)
+{
+	if (!m->len)
+		return;
+	if (++m->runs > SPARSE_RUNS_MAX)
+		m->too_many = 1;
+	else
+		archive_entry_sparse_add_entry(m->ae, (la_int64_t)m->start, (la_int64_t)m->len);
+	m->len = 0;
+}
+
+static int sparse_extent(void *arg, const struct node_extent *x, uint64_t off)
+{
+	struct sparse *m = arg;
+	if (x->hole) {
+		m->holes = 1;
+		return 0;
+	}
+	if (!m->len || m->start + m->len != off) {
+		sparse_flush(m);
+		m->start = off;
+	}
+	m->len += x->len;
+	m->end = off + x->len;
+	return 0;
+}
+
+/* Gives ae the sparse map of e's blocklist when it has holes; libarchive's
+ * pax writer then drops the hole bytes emit_extent hands it. */
+static int sparse_map(struct ar *w, struct archive_entry *ae, const struct node_entry *e)
+{
+	struct sparse m;
+	int r;
+	memset(&m, 0, sizeof m);
+	m.ae = ae;
+	if ((r = node_bl_walk(rd_node, w->rd, e->child_type, e->child, e->size, sparse_extent,
+			      &m)) < 0)
+		return r;
+	sparse_flush(&m);
+	if (m.end < e->size)
+		m.holes = 1;
+	/* a map must name at least one run: a file of holes only gets an
+	 * empty one at its end */
+	if (m.holes && !m.runs)
+		archive_entry_sparse_add_entry(ae, (la_int64_t)e->size, 0);
+	if (!m.holes || m.too_many)
+		archive_entry_sparse_clear(ae);
+	return 0;
+}
+
 static int emit_entry(struct ar *w, const struct node_entry *e, int s)
 {
 	struct archive_entry *ae = archive_entry_new();
@@ -117,6 +179,9 @@ static int emit_entry(struct ar *w, const struct node_entry *e, int s)
 		} else {
 			archive_entry_set_size(ae, (la_int64_t)e->size);
 			w->st->files++;
+			if (strcmp(w->o->format, "zip") && e->size && e->child_type &&
+			    (r = sparse_map(w, ae, e)) < 0)
+				goto out;
 		}
 		break;
 	case NODE_F_SYMLINK: {
