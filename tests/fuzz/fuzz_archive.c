@@ -17,55 +17,26 @@
 #include <unistd.h>
 
 #include "store/store.h"
+#include "tests/fuzz/fuzz_pool.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char tmpdir[256], input[300], outdir[300];
-static struct store_pool *pool;
+static char input[300], outdir[300];
 static unsigned long serial;
-
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb; (void)flag; (void)ftw;
-	return remove(path);
-}
-
-static void rm_tree(const char *path)
-{
-	nftw(path, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void cleanup(void)
-{
-	store_pool_close(pool);
-	pool = NULL;
-	if (tmpdir[0])
-		rm_tree(tmpdir);
-}
 
 static void setup(void)
 {
-	char home[300], path[300];
-	const char *base = getenv("TMPDIR");
-	snprintf(tmpdir, sizeof tmpdir, "%s/ferry-fuzz-archive.XXXXXX", base ? base : "/tmp");
-	if (!mkdtemp(tmpdir) || ferry_lib_init() < 0)
+	fuzz_pool_setup("archive", "lz4");
+	snprintf(input, sizeof input, "%s/in.tar", fuzz_tmpdir);
+	snprintf(outdir, sizeof outdir, "%s/out", fuzz_tmpdir);
+	if (store_ds_create(fuzz_pool, "fz/a", STORE_DS_FILESYSTEM, 0, NULL, 0) < 0)
 		abort();
-	snprintf(home, sizeof home, "%s/home", tmpdir);
-	setenv("FERRY_HOME", home, 1);
-	snprintf(path, sizeof path, "%s/fz", tmpdir);
-	snprintf(input, sizeof input, "%s/in.tar", tmpdir);
-	snprintf(outdir, sizeof outdir, "%s/out", tmpdir);
-	struct store_propset ps = {"compression", "lz4"};
-	if (store_pool_create("fz", path, &ps, 1) < 0 || store_pool_open("fz", 0, &pool) < 0 ||
-	    store_ds_create(pool, "fz/a", STORE_DS_FILESYSTEM, 0, NULL, 0) < 0)
-		abort();
-	atexit(cleanup);
 }
 
 /* Aborts when the temp directory holds anything but what the harness made. */
 static void check_nothing_escaped(void)
 {
-	DIR *d = opendir(tmpdir);
+	DIR *d = opendir(fuzz_tmpdir);
 	struct dirent *de;
 	if (!d)
 		abort();
@@ -89,31 +60,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct store_ds ds;
 	struct store_snap s;
 	char name[32], full[64];
-	if (!pool)
+	if (!fuzz_pool)
 		setup();
 	int fd = open(input, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0 || (size && write(fd, data, size) != (ssize_t)size) || close(fd) != 0)
 		abort();
-	if (store_ds_lookup(pool, "fz/a", &ds) < 0)
+	if (store_ds_lookup(fuzz_pool, "fz/a", &ds) < 0)
 		abort();
 	memset(&co, 0, sizeof co);
 	co.from = input;
 	co.threads = 1;
 	snprintf(name, sizeof name, "s%lu", serial++);
-	int r = store_capture(pool, &ds, name, &co, &cs);
+	int r = store_capture(fuzz_pool, &ds, name, &co, &cs);
 	if (getenv("FUZZ_ARCHIVE_VERBOSE"))
 		fprintf(stderr, "%s: %s\n", name, r < 0 ? ferry_errmsg(r) : "captured");
 	ferry_err_clear();
 	snprintf(full, sizeof full, "fz/a@%s", name);
-	if (store_snap_lookup(pool, full, &s) == 0) {
+	if (store_snap_lookup(fuzz_pool, full, &s) == 0) {
 		memset(&ro, 0, sizeof ro);
-		r = store_restore(pool, &s, outdir, &ro, &rs);
+		r = store_restore(fuzz_pool, &s, outdir, &ro, &rs);
 		if (getenv("FUZZ_ARCHIVE_VERBOSE"))
 			fprintf(stderr, "%s: %s\n", full, r < 0 ? ferry_errmsg(r) : "restored");
 		ferry_err_clear();
 		check_nothing_escaped();
-		rm_tree(outdir);
-		if (store_snap_destroy(pool, &s, 1) < 0)
+		fuzz_rm_tree(outdir);
+		if (store_snap_destroy(fuzz_pool, &s, 1) < 0)
 			abort();
 	}
 	ferry_err_clear();

@@ -19,44 +19,13 @@
 #include <unistd.h>
 
 #include "recv/recv.h"
+#include "tests/fuzz/fuzz_pool.h"
 #include "store/store.h"
 #include "stream/stream.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char tmpdir[256];
-static struct store_pool *pool;
 static unsigned long serial;
-
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb; (void)flag; (void)ftw;
-	return remove(path);
-}
-
-static void cleanup(void)
-{
-	store_pool_close(pool);
-	pool = NULL;
-	if (tmpdir[0])
-		nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void setup(void)
-{
-	char home[300], path[300];
-	const char *base = getenv("TMPDIR");
-	snprintf(tmpdir, sizeof tmpdir, "%s/ferry-fuzz-recv.XXXXXX", base ? base : "/tmp");
-	if (!mkdtemp(tmpdir) || ferry_lib_init() < 0)
-		abort();
-	snprintf(home, sizeof home, "%s/home", tmpdir);
-	setenv("FERRY_HOME", home, 1);
-	snprintf(path, sizeof path, "%s/fz", tmpdir);
-	struct store_propset ps = {"compression", "gzip-1"};
-	if (store_pool_create("fz", path, &ps, 1) < 0 || store_pool_open("fz", 0, &pool) < 0)
-		abort();
-	atexit(cleanup);
-}
 
 /* Re-frames the records of data with correct trailers and hashes. */
 static void rechain(const uint8_t *data, size_t size, struct fbuf *out)
@@ -106,8 +75,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct recv_opts o;
 	struct fbuf framed;
 	char target[64];
-	if (!pool)
-		setup();
+	if (!fuzz_pool)
+		fuzz_pool_setup("recv", "gzip-1");
 	if (size < 1)
 		return 0;
 	uint8_t mode = data[0];
@@ -132,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		snprintf(target, sizeof target, "fz/t%lu", serial++);
 	}
 	stream_source_mem_init(&src, in, n, 1 + (mode >> 3) * 4099);
-	int r = recv_run(pool, target, &src.base, &o, NULL);
+	int r = recv_run(fuzz_pool, target, &src.base, &o, NULL);
 	if (getenv("FUZZ_RECV_VERBOSE"))
 		fprintf(stderr, "%s: %s\n", target, r < 0 ? ferry_errmsg(r) : "received");
 	ferry_err_clear();
