@@ -665,14 +665,17 @@ struct store_partial {
 	uint64_t to_guid, from_guid, pos;
 	int created;            /* 1: ds was created for this receive */
 };
-/* Saves w's uncommitted state (packs fsynced first) and objs under ds,
+/* Saves w's uncommitted state (packs fsynced first: its nodes, and every
+ * block it references, written or already in the pool) and objs under ds,
  * replacing an earlier record of ds (its blocks and nodes are kept); then
  * w starts afresh. */
 int store_partial_save(struct store_writer *w, struct store_pool *p, const char *ds,
 		       struct store_hset *objs, const struct store_partial *pt) FERRY_WUR;
 /* -FERR_NOENT when ds has no partial receive. */
 int store_partial_get(struct store_pool *p, const char *ds, struct store_partial *out) FERRY_WUR;
-/* Puts the saved nodes back into the open writer's pending nodes and the
+/* Puts the saved nodes and block references back into the open writer's
+ * pending rows (so the snapshot the resume commits references every block
+ * of the whole stream, not only the ones after the interruption) and the
  * saved objects into objs. */
 int store_partial_load(struct store_pool *p, const char *ds, struct store_hset *objs) FERRY_WUR;
 /* Forgets ds's partial receive (its blocks become garbage for gc). */

@@ -339,9 +339,13 @@ int store_partial_save(struct store_writer *w, struct store_pool *p, const char 
 	if ((r = exec_ds(p, "DELETE FROM recv_partial WHERE ds = ?1", ds, "saving a partial receive")) < 0 ||
 	    (r = exec_ds(p, "DELETE FROM recv_partial_objs WHERE ds = ?1", ds,
 			 "saving a partial receive")) < 0 ||
+	    /* Every block the partial snapshot references, not only the ones
+	     * it wrote: the resumed receive commits them all (store_partial_load
+	     * puts them back among the writer's references), and until then gc
+	     * keeps them, even once no other snapshot uses them. */
 	    (r = exec_ds(p, "INSERT OR IGNORE INTO recv_partial_blocks(ds, block_id) SELECT ?1, b.id"
-			    " FROM temp.w_new n JOIN main.blocks b ON b.hash = n.hash"
-			    " AND b.codec = n.codec AND b.level = n.level", ds,
+			    " FROM temp.w_refs f JOIN main.blocks b ON b.hash = f.hash"
+			    " AND b.codec = f.codec AND b.level = f.level", ds,
 			 "saving a partial receive")) < 0 ||
 	    (r = exec_ds(p, "INSERT OR IGNORE INTO recv_partial_nodes(ds, hash, type, data)"
 			    " SELECT ?1, hash, type, data FROM temp.w_nodes", ds,
@@ -420,6 +424,10 @@ int store_partial_load(struct store_pool *p, const char *ds, struct store_hset *
 	int r;
 	if ((r = exec_ds(p, "INSERT OR IGNORE INTO temp.w_nodes(hash, type, data)"
 			    " SELECT hash, type, data FROM recv_partial_nodes WHERE ds = ?1", ds,
+			 "loading a partial receive")) < 0 ||
+	    (r = exec_ds(p, "INSERT OR IGNORE INTO temp.w_refs(hash, codec, level)"
+			    " SELECT b.hash, b.codec, b.level FROM recv_partial_blocks k"
+			    " JOIN main.blocks b ON b.id = k.block_id WHERE k.ds = ?1", ds,
 			 "loading a partial receive")) < 0)
 		return r;
 	snprintf(sql, sizeof sql, "INSERT OR IGNORE INTO %s(k, v) SELECT k, v FROM recv_partial_objs"

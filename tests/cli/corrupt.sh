@@ -95,6 +95,22 @@ corrupt_resume() {
 			{ _fail=$((_fail + 1)); diag "case $i: a token is left"; }
 	done
 	is "$_fail" 0 "$_d: recv -s then send -t from each of 50 truncations completes, identical"
+	# and still after gc: a resumed snapshot references the blocks that
+	# came before its interruption too
+	ferry gc bk >/dev/null
+	_fail=0
+	_lref=$(ferry list -H -p -o logicalreferenced "$_want")
+	for i in $(seq 1 50); do
+		_t=bk/s$_seed-$i
+		ferry list -H -o name "$_t" >/dev/null 2>&1 || continue
+		rm -rf "$T/got"
+		ferry restore "$_t@${_want#*@}" "$T/got" 2>"$T/err" &&
+			"$TREECMP" "$T/want" "$T/got" >/dev/null ||
+			{ _fail=$((_fail + 1)); diag "case $i after gc: $(cat "$T/err")"; }
+		[ "$(ferry list -H -p -o logicalreferenced "$_t@${_want#*@}")" = "$_lref" ] ||
+			{ _fail=$((_fail + 1)); diag "case $i: logicalreferenced differs from the source's"; }
+	done
+	is "$_fail" 0 "$_d: after gc, every resumed snapshot restores identical with the source's logicalreferenced"
 	[ "$_resumed" -ge 40 ] && ok "$_d: $_resumed of 50 cases resumed from a token" ||
 		not_ok "$_d: only $_resumed of 50 cases resumed from a token"
 }
