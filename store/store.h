@@ -221,6 +221,11 @@ enum node_ftype {
 #define NODE_BL_LEAF_RECORDS 1024 /* records per blocklist leaf written by capture */
 #define NODE_BL_MAX 4096         /* extents in one blocklist node */
 #define NODE_DEPTH_MAX 8         /* blocklist index levels */
+/* Directories nest at most this many levels below a snapshot's root: capture
+ * records a deeper directory empty (with a warning), recv refuses a stream
+ * whose tree is deeper, and every walker (restore, send, diff) is iterative
+ * with memory bounded by it, whatever the depth. ferry(8) documents it. */
+#define NODE_TREE_DEPTH_MAX 16384
 
 struct node_xattr {
 	const uint8_t *name;
