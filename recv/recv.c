@@ -47,8 +47,8 @@ struct pkgds {
 };
 
 struct rcv;
-static int save_partial(struct rcv *r, const struct stream_begin *b, const char *dsname,
-			int exists, int err);
+struct sub;
+static int save_partial(struct rcv *r, struct sub *s, int err);
 
 struct rcv {
 	struct store_pool *p;
@@ -761,335 +761,387 @@ static int tx_open(struct rcv *r)
 	return 0;
 }
 
-/* Reads one substream after its BEGIN (copied in b) and commits it. */
-static int recv_sub(struct rcv *r, const struct stream_begin *b, const struct stream_prop *props,
-		    size_t nprops)
-{
-	char dsname[STORE_NAME_MAX + 1], snapname[STORE_NAME_MAX + 1], full[2 * STORE_NAME_MAX + 2];
+/* One substream being received: what its BEGIN asks for, checked against
+ * the pool before its body is read. */
+struct sub {
+	const struct stream_begin *b;
+	const struct stream_prop *props;
+	size_t nprops;
+	char dsname[STORE_NAME_MAX + 1], snapname[STORE_NAME_MAX + 1];
+	char full[2 * STORE_NAME_MAX + 2];
 	struct store_ds ds;
-	struct snaps sl;
-	struct codec_spec c;
-	struct stream_record rec;
-	int rc, exists = 0, created = 0;
-	ssize_t rollback_to = -1;
-	int destroy_all = 0, in_body = 0, partial = 0;
-	struct store_partial pt;
-	uint64_t t0 = ferry_now_ns(), bytes0 = r->sub_start;
-	memset(&sl, 0, sizeof sl);
-	memset(&r->st, 0, sizeof r->st);
-	r->objs_n = r->reached = r->last_seq = 0;
-	if ((rc = map_name(r, b->dataset, dsname, sizeof dsname)) < 0)
-		goto out;
+	int exists;                 /* ds is an existing dataset */
+	struct snaps sl;            /* its snapshots, oldest first */
+	ssize_t rollback_to;        /* -F: roll back to sl.v[rollback_to] first */
+	int destroy_all;            /* -F of a full stream: sl goes */
+	int partial;                /* this resumes a partial receive */
+	struct codec_spec c;        /* what its blocks are stored with */
+};
+
+/* Names, the dataset's snapshots against the stream's guids, the base of
+ * an incremental, and what -F must undo: everything that can refuse the
+ * substream before a byte of its body is read. */
+static int sub_plan(struct rcv *r, struct sub *s)
+{
+	const struct stream_begin *b = s->b;
+	int rc;
+	if ((rc = map_name(r, b->dataset, s->dsname, sizeof s->dsname)) < 0)
+		return rc;
 	const char *at = strchr(r->target, '@');
-	snprintf(snapname, sizeof snapname, "%s", at && !r->in_pkg ? at + 1 : b->snapshot);
-	if (snprintf(full, sizeof full, "%s@%s", dsname, snapname) > STORE_NAME_MAX) {
-		rc = ferry_err(FERR_NAME, "'%s' is too long", full);
-		goto out;
-	}
-	if ((rc = store_name_check(full, STORE_NAME_SNAPSHOT)) < 0)
-		goto out;
-	rc = store_ds_lookup(r->p, dsname, &ds);
-	if (rc == 0) {
-		exists = 1;
-	} else if (rc != -FERR_NOENT) {
-		goto out;
-	} else {
+	snprintf(s->snapname, sizeof s->snapname, "%s", at && !r->in_pkg ? at + 1 : b->snapshot);
+	if (snprintf(s->full, sizeof s->full, "%s@%s", s->dsname, s->snapname) > STORE_NAME_MAX)
+		return ferry_err(FERR_NAME, "'%s' is too long", s->full);
+	if ((rc = store_name_check(s->full, STORE_NAME_SNAPSHOT)) < 0)
+		return rc;
+	rc = store_ds_lookup(r->p, s->dsname, &s->ds);
+	if (rc == 0)
+		s->exists = 1;
+	else if (rc != -FERR_NOENT)
+		return rc;
+	else
 		ferry_err_clear();
-	}
-	struct dryds *dd = r->dryrun ? dry_find(r, dsname) : NULL;
-	if (exists) {
+	struct dryds *dd = r->dryrun ? dry_find(r, s->dsname) : NULL;
+	if (s->exists) {
 		int want = b->ds_type == STREAM_DS_VOLUME ? STORE_DS_VOLUME : STORE_DS_FILESYSTEM;
-		if (ds.type != want) {
-			rc = ferry_err(FERR_INVAL, "'%s' is a %s, the stream brings a %s", dsname,
-				       store_ds_type_name(ds.type), store_ds_type_name(want));
-			goto out;
-		}
-		if ((rc = store_snap_iter(r->p, &ds, snaps_cb, &sl)) < 0)
-			goto out;
-		for (size_t i = 0; i < sl.n; i++) {
-			if (sl.v[i].guid == b->to_guid) {
-				rc = ferry_err(FERR_EXISTS, "'%s' already has this snapshot (as '%s')",
-					       dsname, sl.v[i].name);
-				goto out;
-			}
-			if (!strcmp(sl.v[i].snapname, snapname)) {
-				rc = ferry_err(FERR_EXISTS, "snapshot '%s' already exists", full);
-				goto out;
-			}
+		if (s->ds.type != want)
+			return ferry_err(FERR_INVAL, "'%s' is a %s, the stream brings a %s", s->dsname,
+					 store_ds_type_name(s->ds.type), store_ds_type_name(want));
+		if ((rc = store_snap_iter(r->p, &s->ds, snaps_cb, &s->sl)) < 0)
+			return rc;
+		for (size_t i = 0; i < s->sl.n; i++) {
+			if (s->sl.v[i].guid == b->to_guid)
+				return ferry_err(FERR_EXISTS, "'%s' already has this snapshot (as '%s')",
+						 s->dsname, s->sl.v[i].name);
+			if (!strcmp(s->sl.v[i].snapname, s->snapname))
+				return ferry_err(FERR_EXISTS, "snapshot '%s' already exists", s->full);
 		}
 	}
 	if (b->from_guid) {
 		if (dd) {
-			if (dd->guid != b->from_guid) {
-				rc = ferry_err(FERR_NOENT, "'%s' would not have the stream's base", dsname);
-				goto out;
-			}
-		} else if (!exists) {
-			rc = ferry_err(FERR_NOENT, "'%s' does not exist: an incremental stream needs its "
-				       "base snapshot", dsname);
-			goto out;
+			if (dd->guid != b->from_guid)
+				return ferry_err(FERR_NOENT, "'%s' would not have the stream's base",
+						 s->dsname);
+		} else if (!s->exists) {
+			return ferry_err(FERR_NOENT, "'%s' does not exist: an incremental stream needs "
+					 "its base snapshot", s->dsname);
 		} else {
 			ssize_t bi = -1;
-			for (size_t i = 0; i < sl.n; i++)
-				if (sl.v[i].guid == b->from_guid)
+			for (size_t i = 0; i < s->sl.n; i++)
+				if (s->sl.v[i].guid == b->from_guid)
 					bi = (ssize_t)i;
-			if (bi < 0) {
-				rc = ferry_err(FERR_NOENT, "'%s' does not have the stream's base snapshot "
-					       "(guid %llu)", dsname, (unsigned long long)b->from_guid);
-				goto out;
-			}
-			if ((size_t)bi != sl.n - 1) {
-				if (!(r->o->flags & RECV_FORCE)) {
-					rc = ferry_err(FERR_BUSY, "the base '%s' is not the newest snapshot of "
-						       "'%s' (use -F to roll back)", sl.v[bi].name, dsname);
-					goto out;
-				}
-				rollback_to = bi;
+			if (bi < 0)
+				return ferry_err(FERR_NOENT, "'%s' does not have the stream's base snapshot "
+						 "(guid %llu)", s->dsname,
+						 (unsigned long long)b->from_guid);
+			if ((size_t)bi != s->sl.n - 1) {
+				if (!(r->o->flags & RECV_FORCE))
+					return ferry_err(FERR_BUSY, "the base '%s' is not the newest snapshot "
+							 "of '%s' (use -F to roll back)",
+							 s->sl.v[bi].name, s->dsname);
+				s->rollback_to = bi;
 			}
 		}
-	} else if (exists && sl.n && !(dd)) {
-		if (!(r->o->flags & RECV_FORCE)) {
-			rc = ferry_err(FERR_EXISTS, "'%s' exists and has snapshots: a full stream needs "
-				       "a new dataset (or -F to replace them)", dsname);
-			goto out;
-		}
-		destroy_all = 1;
-	} else if (dd && !b->from_guid) {
-		rc = ferry_err(FERR_EXISTS, "'%s' would receive two full streams", dsname);
-		goto out;
+	} else if (s->exists && s->sl.n && !dd) {
+		if (!(r->o->flags & RECV_FORCE))
+			return ferry_err(FERR_EXISTS, "'%s' exists and has snapshots: a full stream "
+					 "needs a new dataset (or -F to replace them)", s->dsname);
+		s->destroy_all = 1;
+	} else if (dd) {
+		return ferry_err(FERR_EXISTS, "'%s' would receive two full streams", s->dsname);
 	}
-	if ((rc = target_codec(r, dsname, exists ? &ds : NULL, props, nprops, &c)) < 0)
-		goto out;
-	if ((rc = store_hset_new(r->p, 0, &r->objs)) < 0 || (rc = store_hset_new(r->p, 0, &r->seen)) < 0)
-		goto out;
-	/* a partial receive: only the stream that resumes it may come in */
-	rc = r->dryrun ? -FERR_NOENT : store_partial_get(r->p, dsname, &pt);
-	if (rc == 0) {
-		if (!b->resume_pos) {
-			rc = ferry_err(FERR_BUSY, "'%s' holds a partial receive: resume it (ferry send -t "
-				       "TOKEN, see receive_resume_token) or discard it (recv -A)", dsname);
-			goto out;
-		}
-		if (pt.to_guid != b->to_guid || pt.from_guid != b->from_guid || pt.pos != b->resume_pos) {
-			rc = ferry_err(FERR_INVAL, "the stream does not resume the partial receive of '%s' "
-				       "(it is at %llu)", dsname, (unsigned long long)pt.pos);
-			goto out;
-		}
-		if ((rc = store_partial_load(r->p, dsname, r->objs)) < 0 ||
-		    (rc = store_hset_count(r->objs, &r->objs_n)) < 0)
-			goto out;
-		partial = 1;
-	} else if (rc != -FERR_NOENT) {
-		goto out;
-	} else {
-		ferry_err_clear();
-		rc = 0;
-		if (b->resume_pos) {
-			rc = ferry_err(FERR_NOENT, "'%s' has no partial receive for this resumed stream",
-				       dsname);
-			goto out;
-		}
-	}
-	in_body = 1;
+	return target_codec(r, s->dsname, s->exists ? &s->ds : NULL, s->props, s->nprops, &s->c);
+}
 
-	/* the body */
+/* A partial receive of the dataset: only the stream that resumes it may
+ * come in, and then what arrived before is taken up again. */
+static int sub_resume(struct rcv *r, struct sub *s)
+{
+	const struct stream_begin *b = s->b;
+	struct store_partial pt;
+	int rc = r->dryrun ? -FERR_NOENT : store_partial_get(r->p, s->dsname, &pt);
+	if (rc == -FERR_NOENT) {
+		ferry_err_clear();
+		if (b->resume_pos)
+			return ferry_err(FERR_NOENT, "'%s' has no partial receive for this resumed "
+					 "stream", s->dsname);
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
+	if (!b->resume_pos)
+		return ferry_err(FERR_BUSY, "'%s' holds a partial receive: resume it (ferry send -t "
+				 "TOKEN, see receive_resume_token) or discard it (recv -A)", s->dsname);
+	if (pt.to_guid != b->to_guid || pt.from_guid != b->from_guid || pt.pos != b->resume_pos)
+		return ferry_err(FERR_INVAL, "the stream does not resume the partial receive of '%s' "
+				 "(it is at %llu)", s->dsname, (unsigned long long)pt.pos);
+	if ((rc = store_partial_load(r->p, s->dsname, r->objs)) < 0 ||
+	    (rc = store_hset_count(r->objs, &r->objs_n)) < 0)
+		return rc;
+	s->partial = 1;
+	return 0;
+}
+
+static int body_node(struct rcv *r, struct sub *s, const struct stream_record *rec)
+{
+	uint8_t key[KEY_LEN], h[FERRY_HASH_LEN];
+	int rc;
+	mkkey(key, 'N', rec->node.hash);
+	if ((rc = store_hset_get(r->objs, key, sizeof key, NULL)) != 0)
+		return rc < 0 ? rc : hex_err(FERR_CORRUPT, "duplicate node", rec->node.hash);
+	int is_root = !memcmp(rec->node.hash, s->b->root_hash, FERRY_HASH_LEN) &&
+		      rec->node.type == s->b->root_type;
+	if ((rc = check_node(r, &rec->node, is_root)) < 0 ||
+	    (rc = store_writer_put_node(r->w, rec->node.type, rec->node.data, rec->node.len, h)) < 0 ||
+	    (rc = store_hset_add(r->objs, key, sizeof key, rec->node.type)) < 0 ||
+	    (r->dry && (rc = store_hset_add(r->dry, key, sizeof key, rec->node.type)) < 0))
+		return rc;
+	r->objs_n++;
+	r->st.nodes++;
+	r->last_seq = rec->seq;
+	return 0;
+}
+
+static int body_block(struct rcv *r, struct sub *s, const struct stream_record *rec)
+{
+	const uint8_t *h = rec->type == STREAM_WRITE ? rec->write.hash : rec->byref.hash;
+	uint32_t ls = rec->type == STREAM_WRITE ? rec->write.lsize : rec->byref.lsize;
+	uint8_t key[KEY_LEN];
+	int rc;
+	mkkey(key, 'B', h);
+	if ((rc = store_hset_get(r->objs, key, sizeof key, NULL)) != 0)
+		return rc < 0 ? rc : hex_err(FERR_CORRUPT, "duplicate block", h);
+	if (rec->type == STREAM_WRITE_BYREF) {
+		uint32_t have = 0;
+		if ((rc = store_pnodes_has_block(r->pn, h, &have)) < 0)
+			return rc;
+		if (!rc && r->dry) {
+			int v = 0;
+			if ((rc = store_hset_get(r->dry, key, sizeof key, &v)) < 0)
+				return rc;
+			have = (uint32_t)v;
+		}
+		if (!rc)
+			return hex_err(FERR_CORRUPT, "WRITE_BYREF of a block the pool does not have:", h);
+		if (have != ls)
+			return hex_err(FERR_CORRUPT, "WRITE_BYREF with the wrong size for block", h);
+		r->st.blocks_byref++;
+		if (!r->dryrun && (rc = store_writer_ref(r->w, h)) < 0)
+			return rc;
+	} else {
+		r->st.pbytes_in += rec->write.psize;
+		if (!r->dryrun && (rc = store_writer_has(r->w, h, s->c)) < 0)
+			return rc;
+		if (rc == 1) {
+			r->st.blocks_present++;
+			r->st.lbytes_present += ls;
+			if ((rc = store_writer_ref(r->w, h)) < 0)
+				return rc;
+		} else if ((rc = submit_write(r, &rec->write, s->c)) < 0) {
+			return rc;
+		}
+	}
+	if ((rc = store_hset_add(r->objs, key, sizeof key, (int)ls)) < 0 ||
+	    (r->dry && (rc = store_hset_add(r->dry, key, sizeof key, (int)ls)) < 0))
+		return rc;
+	r->objs_n++;
+	r->last_seq = rec->seq;
+	return 0;
+}
+
+/* The records between BEGIN and END. */
+static int sub_body(struct rcv *r, struct sub *s)
+{
+	struct stream_record rec;
+	int rc;
 	for (;;) {
 		rc = stream_decoder_pull(r->dec, r->in, &rec);
 		if (rc == 0)
 			rc = ferry_err(FERR_TRUNCATED, "the stream ended before END");
 		if (rc < 0)
-			goto out;
-		uint8_t key[KEY_LEN];
+			return rc;
 		if (rec.type == STREAM_END)
-			break;
-		if (rec.type == STREAM_NODE) {
-			mkkey(key, 'N', rec.node.hash);
-			if ((rc = store_hset_get(r->objs, key, sizeof key, NULL)) != 0) {
-				if (rc > 0)
-					rc = hex_err(FERR_CORRUPT, "duplicate node", rec.node.hash);
-				goto out;
-			}
-			int is_root = !memcmp(rec.node.hash, b->root_hash, FERRY_HASH_LEN) &&
-				      rec.node.type == b->root_type;
-			if ((rc = check_node(r, &rec.node, is_root)) < 0)
-				goto out;
-			uint8_t h[FERRY_HASH_LEN];
-			if ((rc = store_writer_put_node(r->w, rec.node.type, rec.node.data, rec.node.len,
-							h)) < 0)
-				goto out;
-			if ((rc = store_hset_add(r->objs, key, sizeof key, rec.node.type)) < 0 ||
-			    (r->dry && (rc = store_hset_add(r->dry, key, sizeof key, rec.node.type)) < 0))
-				goto out;
-			r->objs_n++;
-			r->st.nodes++;
-			r->last_seq = rec.seq;
-			continue;
-		}
-		if (rec.type == STREAM_WRITE || rec.type == STREAM_WRITE_BYREF) {
-			const uint8_t *h = rec.type == STREAM_WRITE ? rec.write.hash : rec.byref.hash;
-			uint32_t ls = rec.type == STREAM_WRITE ? rec.write.lsize : rec.byref.lsize;
-			mkkey(key, 'B', h);
-			if ((rc = store_hset_get(r->objs, key, sizeof key, NULL)) != 0) {
-				if (rc > 0)
-					rc = hex_err(FERR_CORRUPT, "duplicate block", h);
-				goto out;
-			}
-			if (rec.type == STREAM_WRITE_BYREF) {
-				uint32_t have = 0;
-				if ((rc = store_pnodes_has_block(r->pn, h, &have)) < 0)
-					goto out;
-				if (!rc && r->dry) {
-					int v = 0;
-					if ((rc = store_hset_get(r->dry, key, sizeof key, &v)) < 0)
-						goto out;
-					have = (uint32_t)v;
-				}
-				if (rc && have != ls) {
-					rc = hex_err(FERR_CORRUPT, "WRITE_BYREF with the wrong size for block", h);
-					goto out;
-				}
-				if (!rc) {
-					rc = hex_err(FERR_CORRUPT, "WRITE_BYREF of a block the pool does not have:",
-						     h);
-					goto out;
-				}
-				r->st.blocks_byref++;
-				if (!r->dryrun && (rc = store_writer_ref(r->w, h)) < 0)
-					goto out;
-			} else {
-				r->st.pbytes_in += rec.write.psize;
-				if (!r->dryrun && (rc = store_writer_has(r->w, h, c)) < 0)
-					goto out;
-				if (rc == 1) {
-					r->st.blocks_present++;
-					r->st.lbytes_present += ls;
-					if ((rc = store_writer_ref(r->w, h)) < 0)
-						goto out;
-				} else if ((rc = submit_write(r, &rec.write, c)) < 0) {
-					goto out;
-				}
-			}
-			if ((rc = store_hset_add(r->objs, key, sizeof key, (int)ls)) < 0 ||
-			    (r->dry && (rc = store_hset_add(r->dry, key, sizeof key, (int)ls)) < 0))
-				goto out;
-			r->objs_n++;
-			r->last_seq = rec.seq;
-			continue;
-		}
-		rc = ferry_err(FERR_CORRUPT, "unexpected %s record in a snapshot's body",
-			       stream_type_name(rec.type));
-		goto out;
+			return 0;
+		if (rec.type == STREAM_NODE)
+			rc = body_node(r, s, &rec);
+		else if (rec.type == STREAM_WRITE || rec.type == STREAM_WRITE_BYREF)
+			rc = body_block(r, s, &rec);
+		else
+			rc = ferry_err(FERR_CORRUPT, "unexpected %s record in a snapshot's body",
+				       stream_type_name(rec.type));
+		if (rc < 0)
+			return rc;
 	}
-	in_body = 0;
+}
+
+/* After END: every block stored, the whole new tree walked, and every
+ * object of the stream reached by that walk. */
+static int sub_verify(struct rcv *r, struct sub *s)
+{
+	const struct stream_begin *b = s->b;
+	int rc;
 	if ((rc = drain(r)) < 0)
-		goto out;
-	if (!b->from_guid || r->objs_n) {
-		if ((rc = walk_tree(r, b)) < 0)
-			goto out;
-	} else {
+		return rc;
+	if (b->from_guid && !r->objs_n) {
 		/* nothing changed: the root is the base's, already in the pool */
 		int t = 0;
 		if ((rc = store_pnodes_has_node(r->pn, b->root_hash, &t)) < 0)
-			goto out;
-		if (!rc || t != NODE_EXT) {
-			rc = ferry_err(FERR_CORRUPT, "an empty incremental whose root is not in the pool");
-			goto out;
-		}
-		if ((rc = walk_tree(r, b)) < 0)
-			goto out;
+			return rc;
+		if (!rc || t != NODE_EXT)
+			return ferry_err(FERR_CORRUPT, "an empty incremental whose root is not in the "
+					 "pool");
 	}
-	if (r->reached != r->objs_n) {
-		rc = ferry_err(FERR_CORRUPT, "the stream carries %llu objects the snapshot does not use",
-			       (unsigned long long)(r->objs_n - r->reached));
+	if ((rc = walk_tree(r, b)) < 0)
+		return rc;
+	if (r->reached != r->objs_n)
+		return ferry_err(FERR_CORRUPT, "the stream carries %llu objects the snapshot does "
+				 "not use", (unsigned long long)(r->objs_n - r->reached));
+	return 0;
+}
+
+/* volsize (and volblocksize) of a new volume: the sender's, else the
+ * image rounded up to volblocksize (the sender's, else the default 16K). */
+static int new_volume_props(struct rcv *r, const struct sub *s, char *vs, size_t vsn,
+			    const char **vbs_s)
+{
+	struct fbuf rb;
+	struct node_entry e;
+	struct node_xattr *xa = NULL;
+	uint64_t vbs = 16384, vsz = 0;
+	int t, kind, rc;
+	*vbs_s = NULL;
+	fbuf_init(&rb, NODE_MAX);
+	rc = store_pnodes_read(r->pn, s->b->root_hash, &t, &rb);
+	if (rc == 0)
+		rc = node_root_decode(rb.data, rb.len, &kind, &e, &xa);
+	for (size_t i = 0; rc == 0 && i < s->nprops; i++) {
+		if (!strcmp(s->props[i].name, "volblocksize")) {
+			*vbs_s = s->props[i].value;
+			vbs = strtoull(s->props[i].value, NULL, 10);
+		} else if (!strcmp(s->props[i].name, "volsize")) {
+			vsz = strtoull(s->props[i].value, NULL, 10);
+		}
+	}
+	if (rc == 0) {
+		if (vbs == 0 || vbs > ((uint64_t)1 << 20)) {
+			vbs = 16384;
+			*vbs_s = NULL;
+		}
+		if (vsz < e.size || vsz % vbs)
+			vsz = e.size / vbs * vbs + (e.size % vbs ? vbs : 0);
+		if (vsz == 0)
+			vsz = vbs;
+		snprintf(vs, vsn, "%llu", (unsigned long long)vsz);
+	}
+	free(xa);
+	fbuf_release(&rb);
+	return rc;
+}
+
+/* Creates the dataset a stream brings, with the -o properties (and a
+ * volume's size), inside the caller's transaction. */
+static int sub_create(struct rcv *r, struct sub *s, int type, int with_volsize)
+{
+	struct store_propset *cp = NULL;
+	const char *vbs_s = NULL;
+	char vs[32];
+	size_t ncp = 0;
+	int rc;
+	if (!(cp = calloc(r->o->nset + 2, sizeof *cp)))
+		return ferry_err(FERR_NOMEM, "creating '%s'", s->dsname);
+	for (size_t i = 0; i < r->o->nset; i++)
+		cp[ncp++] = r->o->set[i];
+	if (type == STORE_DS_VOLUME && with_volsize) {
+		if ((rc = new_volume_props(r, s, vs, sizeof vs, &vbs_s)) < 0)
+			goto out;
+		cp[ncp++] = (struct store_propset){"volsize", vs};
+		if (vbs_s)
+			cp[ncp++] = (struct store_propset){"volblocksize", vbs_s};
+	}
+	if ((rc = store_ds_create(r->p, s->dsname, type, 1, cp, ncp)) < 0 ||
+	    (rc = store_ds_lookup(r->p, s->dsname, &s->ds)) < 0)
 		goto out;
+out:
+	free(cp);
+	return rc;
+}
+
+/* Commits a verified substream: the dataset when it is new, the rollback
+ * or destruction -F asked for, the snapshot, the end of the partial
+ * receive it resumes and its properties, in one catalogue transaction
+ * (the package's, with an atomic -F package), so a crash at any point
+ * leaves all of it or none. */
+static int sub_commit(struct rcv *r, struct sub *s)
+{
+	const struct stream_begin *b = s->b;
+	int rc, own = !r->atomic;
+	store_writer_pause(r->w);
+	if ((rc = own ? store_tx_begin(r->p) : tx_open(r)) < 0)
+		return rc;
+	if (!s->exists) {
+		int type = b->ds_type == STREAM_DS_VOLUME ? STORE_DS_VOLUME : STORE_DS_FILESYSTEM;
+		if ((rc = sub_create(r, s, type, 1)) < 0)
+			goto out;
 	}
+	if (s->rollback_to >= 0 &&
+	    (rc = store_snap_rollback(r->p, &s->sl.v[s->rollback_to], 1)) < 0)
+		goto out;
+	if (s->destroy_all && (rc = store_snap_destroy(r->p, s->sl.v, s->sl.n)) < 0)
+		goto out;
+	if ((rc = store_writer_commit_snapshot(r->w, &s->ds, s->snapname, b->root_hash, b->to_guid,
+					       b->creation_ns, NULL)) < 0)
+		goto out;
+	if (s->partial && (rc = store_partial_drop(r->p, s->dsname)) < 0)
+		goto out;
+	rc = apply_props(r, &s->ds, s->props, s->nprops);
+out:
+	if (!own)
+		return rc; /* the package's transaction: recv_run ends it */
+	if (rc < 0) {
+		store_tx_rollback(r->p);
+		return rc;
+	}
+	return store_tx_commit(r->p);
+}
+
+/* Reads one substream after its BEGIN (copied in b) and commits it. */
+static int recv_sub(struct rcv *r, const struct stream_begin *b, const struct stream_prop *props,
+		    size_t nprops)
+{
+	struct sub s;
+	int rc, in_body = 0;
+	uint64_t t0 = ferry_now_ns(), bytes0 = r->sub_start;
+	memset(&s, 0, sizeof s);
+	s.b = b;
+	s.props = props;
+	s.nprops = nprops;
+	s.rollback_to = -1;
+	memset(&r->st, 0, sizeof r->st);
+	r->objs_n = r->reached = r->last_seq = 0;
+	if ((rc = sub_plan(r, &s)) < 0)
+		goto out;
+	if ((rc = store_hset_new(r->p, 0, &r->objs)) < 0 ||
+	    (rc = store_hset_new(r->p, 0, &r->seen)) < 0 || (rc = sub_resume(r, &s)) < 0)
+		goto out;
+	in_body = 1;
+	if ((rc = sub_body(r, &s)) < 0)
+		goto out;
+	in_body = 0;
+	if ((rc = sub_verify(r, &s)) < 0)
+		goto out;
 	r->st.bytes = stream_decoder_bytes(r->dec) - bytes0;
-	if (r->dryrun) {
-		if ((rc = dry_note(r, dsname, b->to_guid)) < 0)
-			goto out;
-	} else {
-		/* commit: dataset, roll back, snapshot, properties */
-		store_writer_pause(r->w);
-		if ((rc = tx_open(r)) < 0)
-			goto out;
-		if (!exists) {
-			int type = b->ds_type == STREAM_DS_VOLUME ? STORE_DS_VOLUME : STORE_DS_FILESYSTEM;
-			struct store_propset cp[8];
-			size_t ncp = 0;
-			char vs[32];
-			for (size_t i = 0; i < r->o->nset && ncp < 6; i++)
-				cp[ncp++] = r->o->set[i];
-			if (type == STORE_DS_VOLUME) {
-				struct store_propval dummy;
-				(void)dummy;
-				struct fbuf rb;
-				struct node_entry e;
-				struct node_xattr *xa = NULL;
-				int t, kind;
-				fbuf_init(&rb, NODE_MAX);
-				rc = store_pnodes_read(r->pn, b->root_hash, &t, &rb);
-				if (rc == 0)
-					rc = node_root_decode(rb.data, rb.len, &kind, &e, &xa);
-				/* volsize: the sender's, else the image rounded up to
-				 * volblocksize (the sender's, else the default 16K) */
-				uint64_t vbs = 16384, vsz = 0;
-				const char *vbs_s = NULL;
-				for (size_t i = 0; i < nprops; i++) {
-					if (!strcmp(props[i].name, "volblocksize")) {
-						vbs_s = props[i].value;
-						vbs = strtoull(props[i].value, NULL, 10);
-					} else if (!strcmp(props[i].name, "volsize")) {
-						vsz = strtoull(props[i].value, NULL, 10);
-					}
-				}
-				if (vbs == 0 || vbs > ((uint64_t)1 << 20))
-					vbs = 16384;
-				if (rc == 0 && (vsz < e.size || vsz % vbs))
-					vsz = e.size / vbs * vbs + (e.size % vbs ? vbs : 0);
-				if (rc == 0 && vsz == 0)
-					vsz = vbs;
-				if (rc == 0)
-					snprintf(vs, sizeof vs, "%llu", (unsigned long long)vsz);
-				free(xa);
-				fbuf_release(&rb);
-				if (rc < 0)
-					goto out;
-				cp[ncp++] = (struct store_propset){"volsize", vs};
-				if (vbs_s)
-					cp[ncp++] = (struct store_propset){"volblocksize", vbs_s};
-			}
-			if ((rc = store_ds_create(r->p, dsname, type, 1, cp, ncp)) < 0 ||
-			    (rc = store_ds_lookup(r->p, dsname, &ds)) < 0)
-				goto out;
-			created = 1;
-		}
-		if (rollback_to >= 0 && (rc = store_snap_rollback(r->p, &sl.v[rollback_to], 1)) < 0)
-			goto out;
-		if (destroy_all && (rc = store_snap_destroy(r->p, sl.v, sl.n)) < 0)
-			goto out;
-		if ((rc = store_writer_commit_snapshot(r->w, &ds, snapname, b->root_hash, b->to_guid,
-						       b->creation_ns, NULL)) < 0)
-			goto out;
-		created = 0;
-		if (partial && (rc = store_partial_drop(r->p, dsname)) < 0)
-			goto out;
-		if ((rc = apply_props(r, &ds, props, nprops)) < 0)
-			goto out;
-	}
+	if (r->dryrun)
+		rc = dry_note(r, s.dsname, b->to_guid);
+	else
+		rc = sub_commit(r, &s);
+	if (rc < 0)
+		goto out;
 	r->st.snapshots = 1;
 	r->st.ns = ferry_now_ns() - t0;
 	if (r->o->done)
-		r->o->done(r->o->arg, full, &r->st);
+		r->o->done(r->o->arg, s.full, &r->st);
 out:
 	if (rc < 0 && in_body && (r->o->flags & RECV_RESUMABLE) && !r->dryrun)
-		rc = save_partial(r, b, dsname, exists, rc);
-	if (rc < 0 && created) {
-		int save = rc;
-		char msg[512];
-		snprintf(msg, sizeof msg, "%s", ferry_errmsg(rc));
-		if (store_ds_destroy(r->p, dsname, 1) < 0) { /* reported below */ }
-		rc = ferry_err(-save, "%s", msg);
-	}
+		rc = save_partial(r, &s, rc);
 	if (rc < 0 && r->inflight) {
 		/* collect what is still running before the buffers go */
 		while (r->inflight) {
@@ -1103,24 +1155,25 @@ out:
 	store_hset_free(r->objs);
 	store_hset_free(r->seen);
 	r->objs = r->seen = NULL;
-	free(sl.v);
+	free(s.sl.v);
 	/* totals */
-	uint64_t *a = &r->tot.snapshots, *s = &r->st.snapshots;
+	uint64_t *a = &r->tot.snapshots, *st = &r->st.snapshots;
 	for (size_t i = 0; i < sizeof r->st / sizeof(uint64_t); i++)
-		a[i] += s[i];
+		a[i] += st[i];
 	return rc;
 }
 
 /* recv -s: after err in the body, keeps what arrived whole (every record
- * before the failure passed the chain) so `send -t` can continue. Returns
- * err, with a detail that says how to resume. */
-static int save_partial(struct rcv *r, const struct stream_begin *b, const char *dsname,
-			int exists, int err)
+ * before the failure passed the chain) so `send -t` can continue: the
+ * dataset made for it (a new one) and the partial state commit in one
+ * transaction. Returns err, with a detail that says how to resume. */
+static int save_partial(struct rcv *r, struct sub *s, int err)
 {
+	const struct stream_begin *b = s->b;
 	char msg[512];
 	struct store_partial pt;
 	struct stream_token t;
-	int rc;
+	int rc, tx = 0;
 	snprintf(msg, sizeof msg, "%s", ferry_errmsg(err));
 	/* finish the blocks in flight; a block that fails its own check ends it */
 	while (r->inflight)
@@ -1141,32 +1194,41 @@ static int save_partial(struct rcv *r, const struct stream_begin *b, const char 
 	pt.to_guid = b->to_guid;
 	pt.from_guid = b->from_guid;
 	pt.pos = r->last_seq;
-	if (!exists) {
+	if (!s->exists && b->ds_type == STREAM_DS_VOLUME) {
+		rc = ferry_err(FERR_UNSUPPORTED, "a partial receive of a new volume");
+		goto fail;
+	}
+	store_writer_pause(r->w);
+	if ((rc = store_tx_begin(r->p)) < 0)
+		goto fail;
+	tx = 1;
+	if (!s->exists) {
 		/* the partial state belongs to a dataset, as in zfs */
-		int type = b->ds_type == STREAM_DS_VOLUME ? STORE_DS_VOLUME : STORE_DS_FILESYSTEM;
-		if (type == STORE_DS_VOLUME) {
-			rc = ferry_err(FERR_UNSUPPORTED, "a partial receive of a new volume");
-			goto fail;
-		}
-		store_writer_pause(r->w);
-		if ((rc = store_ds_create(r->p, dsname, type, 1, r->o->set, r->o->nset)) < 0)
+		if ((rc = sub_create(r, s, STORE_DS_FILESYSTEM, 0)) < 0)
 			goto fail;
 		pt.created = 1;
 	} else {
 		struct store_partial old;
-		if (store_partial_get(r->p, dsname, &old) == 0)
+		rc = store_partial_get(r->p, s->dsname, &old);
+		if (rc == 0)
 			pt.created = old.created;
+		else if (rc != -FERR_NOENT)
+			goto fail;
 		ferry_err_clear();
 	}
-	if ((rc = store_partial_save(r->w, r->p, dsname, r->objs, &pt)) < 0)
+	if ((rc = store_partial_save(r->w, r->p, s->dsname, r->objs, &pt)) < 0)
+		goto fail;
+	tx = 0;
+	if ((rc = store_tx_commit(r->p)) < 0)
 		goto fail;
 	return ferry_err(-err, "%s; the %llu records received are kept: resume with "
 			 "'ferry send -t TOKEN' (ferry get receive_resume_token %s)",
-			 msg, (unsigned long long)r->last_seq, dsname);
+			 msg, (unsigned long long)r->last_seq, s->dsname);
 fail:
+	if (tx)
+		store_tx_rollback(r->p);
 	snprintf(msg + strlen(msg), sizeof msg - strlen(msg),
 		 " (and the partial state could not be kept: %s)", ferry_errmsg(rc));
-	if (pt.created && !exists && store_ds_destroy(r->p, dsname, 0) < 0) { /* said below */ }
 	return ferry_err(-err, "%s", msg);
 }
 
@@ -1600,21 +1662,38 @@ int recv_abort(struct store_pool *p, const char *target)
 	int rc;
 	if ((rc = store_partial_get(p, target, &pt)) < 0)
 		return rc;
-	if ((rc = store_partial_drop(p, target)) < 0)
+	/* the partial state and the dataset made for it go together */
+	if ((rc = store_tx_begin(p)) < 0)
 		return rc;
-	if (!pt.created || store_ds_lookup(p, target, &ds) < 0) {
-		ferry_err_clear();
-		return 0;
+	if ((rc = store_partial_drop(p, target)) < 0)
+		goto out;
+	if (!pt.created)
+		goto out;
+	if ((rc = store_ds_lookup(p, target, &ds)) < 0) {
+		if (rc == -FERR_NOENT) {
+			ferry_err_clear();
+			rc = 0;
+		}
+		goto out;
 	}
-	/* the dataset was made for the partial receive: it goes too, unless
-	 * it has gained snapshots or children since */
+	/* ... unless it has gained snapshots or children since */
 	rc = store_snap_newest(p, &ds, &sn);
 	if (rc == 0)
-		return 0;
+		goto out;
+	if (rc != -FERR_NOENT)
+		goto out;
 	ferry_err_clear();
-	if (store_ds_destroy(p, target, 0) < 0)
+	rc = store_ds_destroy(p, target, 0);
+	if (rc == -FERR_BUSY) {
 		ferry_err_clear();
-	return 0;
+		rc = 0;
+	}
+out:
+	if (rc < 0) {
+		store_tx_rollback(p);
+		return rc;
+	}
+	return store_tx_commit(p);
 }
 
 int recv_resume_token(struct store_pool *p, const char *target, char *out, size_t n)
