@@ -579,32 +579,41 @@ out:
 	return rc;
 }
 
-static int walk_dir(struct rcv *r, int type, const uint8_t *hash, unsigned depth)
+/* The tree walk at END (node_tree_walk): a directory reached before is
+ * not walked again ('D' key in seen, added when it is left). */
+static int wd_enter(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], unsigned level)
 {
+	struct rcv *r = arg;
 	uint8_t vkey[KEY_LEN];
-	struct node_dir d;
 	int rc;
 	mkkey(vkey, 'D', hash);
 	if ((rc = store_hset_get(r->seen, vkey, sizeof vkey, NULL)) != 0)
-		return rc < 0 ? rc : 0;
-	if (depth > 4096)
-		return ferry_err(FERR_LIMIT, "directories nested deeper than 4096 levels");
-	if ((rc = node_dir_load(walk_rd, r, type, hash, &d)) < 0)
 		return rc;
-	for (size_t i = 0; i < d.n; i++) {
-		const struct node_entry *e = &d.ents[i];
-		if (e->ftype == NODE_F_DIR)
-			rc = walk_dir(r, e->child_type, e->child, depth + 1);
-		else if (e->ftype == NODE_F_REG && e->child_type)
-			rc = walk_bl(r, e->child_type, e->child, e->size, 0);
-		if (rc < 0)
-			break;
-	}
-	node_dir_release(&d);
-	if (rc < 0)
-		return rc;
-	rc = store_hset_add(r->seen, vkey, sizeof vkey, 0);
+	return 0;
+}
+
+static int wd_entry(void *arg, const struct node_walk_entry *we)
+{
+	struct rcv *r = arg;
+	const struct node_entry *e = we->e;
+	if (e->ftype == NODE_F_REG && e->child_type)
+		return walk_bl(r, e->child_type, e->child, e->size, 0);
+	return 0;
+}
+
+static int wd_leave(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], unsigned level)
+{
+	struct rcv *r = arg;
+	uint8_t vkey[KEY_LEN];
+	mkkey(vkey, 'D', hash);
+	int rc = store_hset_add(r->seen, vkey, sizeof vkey, 0);
 	return rc < 0 ? rc : 0;
+}
+
+static int walk_dir(struct rcv *r, int type, const uint8_t *hash)
+{
+	static const struct node_walk_ops ops = {wd_enter, wd_entry, wd_leave};
+	return node_tree_walk(walk_rd, r, type, hash, &ops, r);
 }
 
 static int walk_tree(struct rcv *r, const struct stream_begin *b)
@@ -626,7 +635,7 @@ static int walk_tree(struct rcv *r, const struct stream_begin *b)
 		goto out;
 	}
 	if (kind == NODE_ROOT_FILESYSTEM)
-		rc = walk_dir(r, e.child_type, e.child, 0);
+		rc = walk_dir(r, e.child_type, e.child);
 	else if (e.child_type)
 		rc = walk_bl(r, e.child_type, e.child, e.size, 0);
 out:

@@ -34,7 +34,6 @@ struct snd {
 	struct store_hset *base;    /* nodes the base holds (first pass) */
 	int64_t base_id;            /* base snapshot id, 0 for a full stream or a bookmark */
 	struct store_hset *base_blocks; /* a bookmark base: the blocks (and nodes) its tree names */
-	int mark_depth;             /* mark_blocks: depth of the directory index being read */
 	int collect;                /* first pass: gather, emit nothing */
 	uint64_t seq, skip;         /* body records so far; resume: not written up to skip */
 	unsigned flags;             /* stream flags */
@@ -516,91 +515,139 @@ out:
 	return r;
 }
 
+/* One directory of the walk: the target's (nt, nh) against the base's
+ * (ot, oh; no base when !has_old), both decoded, with the position of
+ * the next target entry and of its candidate in the base. */
+struct wframe {
+	int nt, ot, has_old;
+	uint8_t nh[FERRY_HASH_LEN], oh[FERRY_HASH_LEN];
+	struct node_dir nd, od;
+	size_t i, j;
+};
+
+static void wframe_release(struct wframe *f)
+{
+	node_dir_release(&f->nd);
+	node_dir_release(&f->od);
+}
+
+/* Opens directory nt/nh (against ot/oh) as frame f: 1 when it needs no
+ * walk (equal to the base's, outside the first pass's reach, or already
+ * sent), 0 when f is ready. */
+static int wframe_open(struct snd *s, struct wframe *f, int nt, const uint8_t *nh, int ot,
+		       const uint8_t *oh)
+{
+	int r;
+	memset(f, 0, sizeof *f);
+	if (oh && nt == ot && !memcmp(nh, oh, FERRY_HASH_LEN))
+		return 1;
+	if (s->collect && !oh)
+		return 1;
+	if (!s->collect && (r = node_known(s, nh)) != 0)
+		return r;
+	f->nt = nt;
+	memcpy(f->nh, nh, FERRY_HASH_LEN);
+	if (oh) {
+		f->has_old = 1;
+		f->ot = ot;
+		memcpy(f->oh, oh, FERRY_HASH_LEN);
+	}
+	if ((r = node_dir_load(rd_node, s, nt, nh, &f->nd)) < 0 ||
+	    (oh && (r = node_dir_load(rd_node, s, ot, oh, &f->od)) < 0))
+		goto fail;
+	if (s->collect) {
+		if ((r = base_add(s, oh)) < 0 ||
+		    (ot == NODE_EXT && (r = dir_chunks(s, oh, base_add)) < 0))
+			goto fail;
+		for (size_t j = 0; j < f->od.n; j++)
+			if (f->od.ents[j].child_type && (r = base_add(s, f->od.ents[j].child)) < 0)
+				goto fail;
+	}
+	return 0;
+fail:
+	wframe_release(f);
+	return r;
+}
+
+/* The target's directory tree against the base's, depth first with an
+ * explicit stack (trees as deep as NODE_TREE_DEPTH_MAX), each directory's
+ * node emitted after everything below it. */
 static int walk_dir(struct snd *s, int nt, const uint8_t *nh, int ot, const uint8_t *oh)
 {
-	struct node_dir nd, od;
+	struct wframe *st = NULL;
+	size_t n = 0, cap = 0;
 	int r;
-	memset(&nd, 0, sizeof nd);
-	memset(&od, 0, sizeof od);
-	if (oh && nt == ot && !memcmp(nh, oh, FERRY_HASH_LEN))
-		return 0;
-	if (s->collect && !oh)
-		return 0;
-	if (!s->collect && (r = node_known(s, nh)) != 0)
-		return r < 0 ? r : 0;
-	if ((r = node_dir_load(rd_node, s, nt, nh, &nd)) < 0)
+	if ((r = VEC_GROW(st, cap, n, 64, "walking a tree")) < 0)
+		return r;
+	if ((r = wframe_open(s, &st[0], nt, nh, ot, oh)) != 0)
 		goto out;
-	if (oh && (r = node_dir_load(rd_node, s, ot, oh, &od)) < 0)
-		goto out;
-	if (s->collect) {
-		if ((r = base_add(s, oh)) < 0)
-			goto out;
-		if (ot == NODE_EXT && (r = dir_chunks(s, oh, base_add)) < 0)
-			goto out;
-		for (size_t j = 0; j < od.n; j++)
-			if (od.ents[j].child_type && (r = base_add(s, od.ents[j].child)) < 0)
-				goto out;
-	}
-	size_t j = 0;
-	for (size_t i = 0; i < nd.n; i++) {
-		const struct node_entry *e = &nd.ents[i], *o = NULL;
-		while (j < od.n && name_cmp(&od.ents[j], e) < 0)
-			j++;
-		if (j < od.n && name_cmp(&od.ents[j], e) == 0)
-			o = &od.ents[j];
+	n = 1;
+	while (n) {
+		struct wframe *f = &st[n - 1];
+		if (f->i == f->nd.n) {
+			if (!s->collect) {
+				if ((f->nt == NODE_EXT && (r = dir_chunks(s, f->nh, emit_node)) < 0) ||
+				    (r = emit_node(s, f->nh)) < 0)
+					goto out;
+			}
+			wframe_release(f);
+			n--;
+			continue;
+		}
+		const struct node_entry *e = &f->nd.ents[f->i++], *o = NULL;
+		while (f->j < f->od.n && name_cmp(&f->od.ents[f->j], e) < 0)
+			f->j++;
+		if (f->j < f->od.n && name_cmp(&f->od.ents[f->j], e) == 0)
+			o = &f->od.ents[f->j];
 		if (!e->child_type)
 			continue;
 		if (o && (o->ftype != e->ftype || !o->child_type))
 			o = NULL;
-		if (e->ftype == NODE_F_DIR)
-			r = walk_dir(s, e->child_type, e->child, o ? o->child_type : 0,
-				     o ? o->child : NULL);
-		else
-			r = walk_bl(s, e->child_type, e->child, o ? o->child_type : 0,
-				    o ? o->child : NULL, 0);
+		if (e->ftype != NODE_F_DIR) {
+			if ((r = walk_bl(s, e->child_type, e->child, o ? o->child_type : 0,
+					 o ? o->child : NULL, 0)) < 0)
+				goto out;
+			continue;
+		}
+		if (n > (size_t)NODE_TREE_DEPTH_MAX + 1) {
+			r = ferry_err(FERR_LIMIT, "directories nested deeper than %d levels",
+				      NODE_TREE_DEPTH_MAX);
+			goto out;
+		}
+		if ((r = VEC_GROW(st, cap, n, 64, "walking a tree")) < 0)
+			goto out;
+		r = wframe_open(s, &st[n], e->child_type, e->child, o ? o->child_type : 0,
+				o ? o->child : NULL);
 		if (r < 0)
 			goto out;
+		if (r == 0)
+			n++;
 	}
-	node_dir_release(&od);
-	if (!s->collect) {
-		if (nt == NODE_EXT && (r = dir_chunks(s, nh, emit_node)) < 0)
-			goto out;
-		r = emit_node(s, nh);
-	}
+	r = 0;
 out:
-	node_dir_release(&nd);
-	node_dir_release(&od);
-	return r;
+	for (size_t i = 0; i < n; i++)
+		wframe_release(&st[i]);
+	free(st);
+	return r < 0 ? r : 0;
 }
 
 /* ---- a bookmark base: the blocks its tree names ------------------------------------ */
 
-static int mark_blocks(struct snd *s, const uint8_t *hash, int depth);
-
-/* A chunk of a directory index met by mark_blocks. */
-static int mark_chunk(struct snd *s, const uint8_t *hash)
-{
-	return mark_blocks(s, hash, s->mark_depth + 1);
-}
-
-/* Adds to s->base_blocks every block under node hash (type from the read),
- * visiting each node once (its 'N' key in the same set). */
-static int mark_blocks(struct snd *s, const uint8_t *hash, int depth)
+/* Adds the blocks of blocklist (or index) hash to s->base_blocks, each
+ * node once ('N' key in the same set). */
+static int mark_bl(struct snd *s, const uint8_t *hash, int depth)
 {
 	uint8_t key[KEY_LEN];
 	struct fbuf b;
 	struct node_extent *x = NULL;
 	struct node_index_child *k = NULL;
-	struct node_dir d;
-	struct node_xattr *xa = NULL;
 	size_t n = 0;
 	int r, t;
-	if (depth > 4096)
-		return ferry_err(FERR_CORRUPT, "base tree deeper than 4096 levels");
+	if (depth > NODE_DEPTH_MAX)
+		return ferry_err(FERR_CORRUPT, "blocklist deeper than %d levels", NODE_DEPTH_MAX);
 	mkkey(key, 'N', hash);
 	if ((r = store_hset_add(s->base_blocks, key, sizeof key, 0)) <= 0)
 		return r;
-	memset(&d, 0, sizeof d);
 	fbuf_init(&b, NODE_MAX);
 	if ((r = store_node_read(s->rd, hash, &t, &b)) < 0)
 		goto out;
@@ -616,36 +663,62 @@ static int mark_blocks(struct snd *s, const uint8_t *hash, int depth)
 	} else if (t == NODE_BLOCKLIST_INDEX) {
 		if ((r = node_bli_decode(b.data, b.len, &k, &n)) < 0)
 			goto out;
+		fbuf_release(&b);
 		for (size_t i = 0; i < n && r >= 0; i++)
-			r = mark_blocks(s, k[i].hash, depth + 1);
-	} else if (t == NODE_DIR) {
-		if ((r = node_dir_decode(b.data, b.len, &d)) < 0)
-			goto out;
-		for (size_t i = 0; i < d.n && r >= 0; i++)
-			if (d.ents[i].child_type)
-				r = mark_blocks(s, d.ents[i].child, depth + 1);
-	} else if (t == NODE_EXT && b.len > 0 && b.data[0] == NODE_EXT_ROOT) {
-		struct node_entry e;
-		int kind;
-		if ((r = node_root_decode(b.data, b.len, &kind, &e, &xa)) < 0)
-			goto out;
-		if (e.child_type)
-			r = mark_blocks(s, e.child, depth + 1);
-	} else if (t == NODE_EXT) {
-		int saved = s->mark_depth;
-		s->mark_depth = depth;
-		r = dir_chunks(s, hash, mark_chunk);
-		s->mark_depth = saved;
+			r = mark_bl(s, k[i].hash, depth + 1);
 	} else {
-		r = ferry_err(FERR_CORRUPT, "base tree has a node of type %d", t);
+		r = ferry_err(FERR_CORRUPT, "a file points to a node of type %d", t);
 	}
 out:
 	free(x);
 	free(k);
-	free(xa);
-	node_dir_release(&d);
 	fbuf_release(&b);
 	return r < 0 ? r : 0;
+}
+
+static int mb_enter(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], unsigned level)
+{
+	struct snd *s = arg;
+	uint8_t key[KEY_LEN];
+	mkkey(key, 'N', hash);
+	int r = store_hset_add(s->base_blocks, key, sizeof key, 0);
+	return r < 0 ? r : !r; /* a directory met before: skip it */
+}
+
+static int mb_entry(void *arg, const struct node_walk_entry *we)
+{
+	const struct node_entry *e = we->e;
+	if (e->ftype == NODE_F_REG && e->child_type)
+		return mark_bl(arg, e->child, 0);
+	return 0;
+}
+
+/* Adds to s->base_blocks every block the tree of root node root names. */
+static int mark_blocks(struct snd *s, const uint8_t *root)
+{
+	static const struct node_walk_ops ops = {mb_enter, mb_entry, NULL};
+	struct fbuf b;
+	struct node_entry e;
+	struct node_xattr *xa = NULL;
+	int r, t, kind;
+	fbuf_init(&b, NODE_MAX);
+	if ((r = store_node_read(s->rd, root, &t, &b)) < 0)
+		goto out;
+	if (t != NODE_EXT || (r = node_root_decode(b.data, b.len, &kind, &e, &xa)) < 0) {
+		if (r >= 0)
+			r = ferry_err(FERR_CORRUPT, "the base's root is not a root node");
+		goto out;
+	}
+	if (!e.child_type)
+		goto out;
+	if (kind == NODE_ROOT_FILESYSTEM)
+		r = node_tree_walk(rd_node, s, e.child_type, e.child, &ops, s);
+	else
+		r = mark_bl(s, e.child, 0);
+out:
+	free(xa);
+	fbuf_release(&b);
+	return r;
 }
 
 /* Walks root (against base root oroot, or NULL) once. */
@@ -837,7 +910,7 @@ static int send_one(struct snd *s, const struct store_snap *to, const struct sto
 	s->base_id = base && !base_mark ? base->id : 0;
 	if (base && base_mark) {
 		if ((r = store_hset_new(s->p, 1, &s->base_blocks)) < 0 ||
-		    (r = mark_blocks(s, base->root, 0)) < 0)
+		    (r = mark_blocks(s, base->root)) < 0)
 			goto out;
 	}
 	if (base) {

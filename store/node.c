@@ -857,3 +857,88 @@ fail:
 	*xa = NULL;
 	return rc;
 }
+
+/* ---- walking a tree of any depth ---------------------------------------------------- */
+
+struct walk_frame {
+	struct node_dir d;
+	size_t i;
+	int type;
+	uint8_t hash[FERRY_HASH_LEN];
+	size_t path_len;        /* of the path to this directory */
+};
+
+int node_tree_walk(node_read_fn rd, void *rdarg, int type, const uint8_t hash[FERRY_HASH_LEN],
+		   const struct node_walk_ops *ops, void *arg)
+{
+	struct walk_frame *st = NULL;
+	size_t n = 0, cap = 0;
+	struct fbuf path;
+	int r;
+	fbuf_init(&path, (size_t)(NODE_TREE_DEPTH_MAX + 2) * (NODE_NAME_MAX + 1));
+	/* the root directory: level 0 */
+	if (ops->enter && (r = ops->enter(arg, type, hash, 0)) != 0) {
+		r = r < 0 ? r : 0;
+		goto out;
+	}
+	if ((r = VEC_GROW(st, cap, n, 64, "walking a tree")) < 0)
+		goto out;
+	memset(&st[0], 0, sizeof st[0]);
+	st[0].type = type;
+	memcpy(st[0].hash, hash, FERRY_HASH_LEN);
+	if ((r = node_dir_load(rd, rdarg, type, hash, &st[0].d)) < 0)
+		goto out;
+	n = 1;
+	while (n) {
+		struct walk_frame *f = &st[n - 1];
+		unsigned level = (unsigned)(n - 1);
+		if (f->i == f->d.n) {
+			node_dir_release(&f->d);
+			path.len = f->path_len;
+			n--;
+			if (ops->leave && (r = ops->leave(arg, f->type, f->hash, level)) < 0)
+				goto out;
+			continue;
+		}
+		const struct node_entry *e = &f->d.ents[f->i++];
+		path.len = f->path_len;
+		if ((path.len && (r = fbuf_putc(&path, '/')) < 0) ||
+		    (r = fbuf_append(&path, e->name, e->name_len)) < 0)
+			goto out;
+		struct node_walk_entry we = {e, level + 1, (const char *)path.data, path.len};
+		if (ops->entry && (r = ops->entry(arg, &we)) != 0) {
+			if (r < 0)
+				goto out;
+			continue; /* 1: do not descend */
+		}
+		if (e->ftype != NODE_F_DIR)
+			continue;
+		if (ops->enter && (r = ops->enter(arg, e->child_type, e->child, level + 1)) != 0) {
+			if (r < 0)
+				goto out;
+			continue;
+		}
+		if ((r = VEC_GROW(st, cap, n, 64, "walking a tree")) < 0)
+			goto out;
+		f = &st[n];
+		memset(f, 0, sizeof *f);
+		f->type = e->child_type;
+		memcpy(f->hash, e->child, FERRY_HASH_LEN);
+		f->path_len = path.len;
+		if ((r = node_dir_load(rd, rdarg, f->type, f->hash, &f->d)) < 0)
+			goto out;
+		n++;
+		if (level + 1 > NODE_TREE_DEPTH_MAX && f->d.n) {
+			r = ferry_err(FERR_LIMIT, "directories nested deeper than %d levels",
+				      NODE_TREE_DEPTH_MAX);
+			goto out;
+		}
+	}
+	r = 0;
+out:
+	for (size_t i = 0; i < n; i++)
+		node_dir_release(&st[i].d);
+	free(st);
+	fbuf_release(&path);
+	return r;
+}

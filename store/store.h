@@ -362,6 +362,29 @@ int node_bl_builder_add(struct node_bl_builder *b, const struct node_extent *x) 
 int node_bl_builder_finish(struct node_bl_builder *b, int *type,
 			   uint8_t hash[FERRY_HASH_LEN]) FERRY_WUR;
 
+/* A depth-first walk of a directory tree (the directory node type/hash,
+ * read through rd), iterative: any depth up to NODE_TREE_DEPTH_MAX costs
+ * one decoded directory per level of the current path and no C stack. A
+ * directory below that depth must be empty (-FERR_LIMIT otherwise). The
+ * callbacks (each may be NULL) return <0 to stop the walk with that
+ * error, 1 to skip (enter: the directory's contents; entry: descending
+ * into it) or 0. Entries come in name order; path is the entry's path
+ * from the root directory ('/'-separated, not NUL-terminated, valid for
+ * the call). */
+struct node_walk_entry {
+	const struct node_entry *e;
+	unsigned level;            /* 1 for the root directory's entries */
+	const char *path;
+	size_t path_len;
+};
+struct node_walk_ops {
+	int (*enter)(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], unsigned level);
+	int (*entry)(void *arg, const struct node_walk_entry *we);
+	int (*leave)(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], unsigned level);
+};
+int node_tree_walk(node_read_fn rd, void *rdarg, int type, const uint8_t hash[FERRY_HASH_LEN],
+		   const struct node_walk_ops *ops, void *arg) FERRY_WUR;
+
 /* Root nodes: kind (filesystem or volume) and the root entry. */
 int node_root_encode(struct fbuf *out, int kind, const struct node_entry *e) FERRY_WUR;
 /* Decodes a root node; e borrows from buf and xa (caller frees *xa). */

@@ -1,0 +1,49 @@
+#!/bin/sh
+# Trees as deep as NODE_TREE_DEPTH_MAX (16384 directory levels) go through
+# recv, send (full, incremental, from a bookmark) and diff without
+# recursion; a deeper stream is refused with one clear line and changes
+# nothing. The streams come from tests/tools/mkdeep (a chain of
+# directories "d", each with a file "f").
+. "$(dirname "$0")/lib.sh"
+MKDEEP="$FERRY_TOOLS/mkdeep"
+MAX=16384
+mkdir -p "$T/p"
+ferry pool create -o compression=gzip-7 tank "$T/p/tank"
+"$MKDEEP" $MAX deep/fs@s >"$T/max"
+"$MKDEEP" $MAX deep/fs@s changed >"$T/max2"
+"$MKDEEP" $((MAX + 1)) deep/fs@s >"$T/over"
+
+run "$FERRY" recv tank/a <"$T/max"
+is "$rc" 0 "a stream $MAX levels deep is received"
+before=$(ferry list -H -p -r -t all -o name,used,referenced tank)
+refused 1 "nested deeper than $MAX levels" "a stream one level deeper is refused" \
+	"$FERRY" recv tank/b <"$T/over"
+is "$(ferry list -H -p -r -t all -o name,used,referenced tank)" "$before" "and the pool is unchanged"
+
+ferry send tank/a@s >"$T/back"
+strip() { "$FERRY" dump <"$1" | grep -Ev 'dataset =|creation_txg|digest|toguid|payload|total bytes'; }
+is "$(strip "$T/back" | md5sum)" "$(strip "$T/max" | md5sum)" \
+	"send of it writes the same records as the stream it came from"
+run "$FERRY" recv tank/c <"$T/back"
+is "$rc" 0 "and that stream is received again"
+run "$FERRY" recv tank/v <"$T/max2"
+run "$FERRY" diff tank/a@s tank/v@s
+is "$rc" 0 "diff of two $MAX-level trees succeeds"
+is "$(grep -c '^M' "$T/out")" $((MAX + 1)) "it reports the $MAX changed directories and the changed file"
+deepest=$(python3 -c "print('/d' * $MAX + '/f')")
+is "$(tail -1 "$T/out" | cut -f2-)" "$deepest" "the last change is the deepest file"
+
+# an incremental between the two trees: only the changed path
+ferry pool create ctl "$T/p/ctl"
+ferry recv ctl/a <"$T/max"
+ferry snapshot ctl/a@empty 2>/dev/null || true
+ferry pool create bk "$T/p/bk"
+run sh -c "'$FERRY' send -R tank/a@s | '$FERRY' recv bk/a"
+is "$rc" 0 "a -R package of the deep tree is received"
+ferry bookmark tank/a@s tank/a#m
+run sh -c "'$FERRY' send tank/a@s | '$FERRY' recv bk/b"
+is "$rc" 0 "so is a plain stream of it"
+is "$(ferry list -H -p -o name,logicalreferenced,referenced bk/a@s | cut -f2-)" \
+	"$(ferry list -H -p -o name,logicalreferenced,referenced ctl/a@s | cut -f2-)" \
+	"its space figures equal a direct receive's"
+done_testing
