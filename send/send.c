@@ -42,6 +42,7 @@ struct snd {
 	uint8_t *lbuf, *sbuf;
 	size_t sbuf_cap;
 	const char *cur;            /* snapshot being sent */
+	const uint8_t *cur_root;    /* its root node, to name the files a damaged block is in */
 	uint64_t last_ns;
 	/* --compress: blocks are recompressed on the worker pool and their
 	 * WRITEs encoded in order as they come back (before any other record) */
@@ -56,6 +57,7 @@ struct sjob {
 	uint32_t lsize;
 	struct codec_spec c, to;    /* as stored, and as asked */
 	struct fbuf in;             /* the stored payload */
+	struct store_block_loc loc; /* where it was read */
 	uint8_t *lbuf, *sbuf;
 	size_t sbuf_cap;
 	struct stream_write w;      /* the result, pointing into this job */
@@ -153,6 +155,50 @@ static int emit_node(struct snd *s, const uint8_t *hash)
 	return counted(s, 36 + s->node.len);
 }
 
+/* send_damage: the files of the snapshot being sent that use a block */
+struct users {
+	struct fbuf list;
+	unsigned n;
+};
+
+static int user_cb(void *arg, const char *path, size_t len)
+{
+	struct users *u = arg;
+	if (++u->n > 5)
+		return 0;
+	if ((u->list.len && fbuf_append(&u->list, ", ", 2) < 0) ||
+	    fbuf_putc(&u->list, '\'') < 0 || fbuf_append(&u->list, path, len) < 0 ||
+	    fbuf_putc(&u->list, '\'') < 0) {
+		ferry_err_clear();
+		return 1;
+	}
+	return 0;
+}
+
+/* err, met on block hash (already naming the block, its pack and offset),
+ * with the files of the snapshot being sent that use it added, as zpool
+ * status -v names the files a damaged block is in. Returns err's code. */
+static int send_damage(struct snd *s, const uint8_t *hash, int err)
+{
+	struct users u;
+	char msg[768];
+	int code = -err;
+	snprintf(msg, sizeof msg, "%s", ferry_errmsg(err));
+	if (err != -FERR_CORRUPT && err != -FERR_NOENT)
+		return err;
+	fbuf_init(&u.list, 4096);
+	u.n = 0;
+	if (store_block_users(s->rd, s->cur_root, hash, user_cb, &u) < 0)
+		ferry_err_clear(); /* the damage itself is what matters */
+	if (u.n)
+		err = ferry_err(code, "%s; %s uses it in %.*s%s", msg, s->cur, (int)u.list.len,
+				(const char *)u.list.data, u.n > 5 ? " and more" : "");
+	else
+		err = ferry_err(code, "%s", msg);
+	fbuf_release(&u.list);
+	return err;
+}
+
 /* 1 when a block stored in codec c is already what --compress asks (to). */
 static int stored_as_is(struct codec_spec c, struct codec_spec to)
 {
@@ -182,7 +228,7 @@ static int block_payload(struct snd *s, const uint8_t *hash, uint32_t lsize,
 			return 0;
 		}
 		if ((r = store_block_read(s->rd, hash, s->lbuf, lsize)) < 0)
-			return r;
+			return send_damage(s, hash, r);
 		w->codec = CODEC_OFF;
 		w->level = 0;
 		w->psize = lsize;
@@ -190,9 +236,15 @@ static int block_payload(struct snd *s, const uint8_t *hash, uint32_t lsize,
 		return 0;
 	}
 	if ((r = store_block_read_stored(s->rd, hash, s->prefer, &c, &ls, &s->blk)) < 0)
-		return r;
+		return send_damage(s, hash, r);
 	if (ls != lsize)
 		return ferry_err(FERR_CORRUPT, "block is %u bytes, its blocklist says %u", ls, lsize);
+	/* every block that leaves the pool is checked, as stored too */
+	struct store_block_loc loc;
+	store_reader_last_loc(s->rd, &loc);
+	if ((r = store_block_verify(c, s->blk.data, s->blk.len, lsize, hash, s->lbuf,
+				    STREAM_BLOCK_MAX)) < 0)
+		return send_damage(s, hash, store_block_damage(hash, &loc, r));
 	if (!(s->o->flags & SEND_RECOMPRESS) || stored_as_is(c, s->o->codec)) {
 		w->codec = c.id;
 		w->level = c.level;
@@ -206,9 +258,10 @@ static int block_payload(struct snd *s, const uint8_t *hash, uint32_t lsize,
 }
 
 /* --compress for one stored block: payload data/len in codec c, lsize
- * bytes of content, recompressed to codec to as the storage rule says (a
- * zero block is encoded rather than made a hole: the receiver's blocklist
- * names it). w points into lbuf or sbuf. Thread-safe. */
+ * bytes of content already checked against its hash, recompressed to
+ * codec to as the storage rule says (a zero block is encoded rather than
+ * made a hole: the receiver's blocklist names it). w points into lbuf or
+ * sbuf. Thread-safe. */
 static int recompress(struct codec_spec c, const uint8_t *data, size_t len, uint32_t lsize,
 		      struct codec_spec to, uint8_t *lbuf, uint8_t *sbuf, size_t sbuf_cap,
 		      struct stream_write *w)
@@ -252,8 +305,13 @@ static int recompress(struct codec_spec c, const uint8_t *data, size_t len, uint
 static int sjob_fn(void *jv, void *ctx)
 {
 	struct sjob *j = jv;
+	int r;
 	memcpy(j->w.hash, j->hash, FERRY_HASH_LEN);
 	j->w.lsize = j->lsize;
+	/* every block that leaves the pool is checked, as stored too */
+	if ((r = store_block_verify(j->c, j->in.data, j->in.len, j->lsize, j->hash, j->lbuf,
+				    STREAM_BLOCK_MAX)) < 0)
+		return store_block_damage(j->hash, &j->loc, r);
 	if (stored_as_is(j->c, j->to)) {
 		j->w.codec = j->c.id;
 		j->w.level = j->c.level;
@@ -287,7 +345,7 @@ static int pend_collect(struct snd *s)
 	s->inflight--;
 	struct sjob *j = jv;
 	if (res < 0)
-		return res;
+		return send_damage(s, j->hash, res);
 	return put_write(s, &j->w);
 }
 
@@ -310,12 +368,13 @@ static int pend_submit(struct snd *s, const uint8_t *hash, uint32_t lsize)
 		return r;
 	struct sjob *j = &s->jobs[s->next];
 	if ((r = store_block_read_stored(s->rd, hash, s->prefer, &j->c, &ls, &j->in)) < 0)
-		return r;
+		return send_damage(s, hash, r);
+	store_reader_last_loc(s->rd, &j->loc);
 	if (ls != lsize)
 		return ferry_err(FERR_CORRUPT, "block is %u bytes, its blocklist says %u", ls, lsize);
 	memcpy(j->hash, hash, FERRY_HASH_LEN);
 	j->lsize = lsize;
-	j->to = s->o->codec;
+	j->to = s->o->flags & SEND_RECOMPRESS ? s->o->codec : j->c; /* -c: as stored */
 	if ((r = workq_submit(s->q, j)) < 0)
 		return r;
 	s->next = (s->next + 1) % s->njobs;
@@ -323,12 +382,13 @@ static int pend_submit(struct snd *s, const uint8_t *hash, uint32_t lsize)
 	return 0;
 }
 
-/* Starts the pool for --compress (not for a dry run, which reads no data). */
+/* Starts the pool for -c and --compress, which check (and recompress) the
+ * stored blocks on every core (not for a dry run, which reads no data). */
 static int pend_init(struct snd *s)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned threads = ncpu > 0 ? (unsigned)ncpu : 1;
-	if (!(s->o->flags & SEND_RECOMPRESS) || !s->enc || threads < 2)
+	if (!(s->o->flags & (SEND_RECOMPRESS | SEND_COMPRESSED)) || !s->enc || threads < 2)
 		return 0;
 	s->njobs = threads * 4;
 	if (!(s->jobs = calloc(s->njobs, sizeof *s->jobs)))
@@ -896,6 +956,7 @@ static int send_one(struct snd *s, const struct store_snap *to, const struct sto
 		b.nprops = props->n;
 	}
 	s->cur = to->name;
+	s->cur_root = to->root;
 	if (s->o->substream && s->enc)
 		s->o->substream(s->o->arg, base ? "incremental" : "full",
 				base ? base->snapname : "", to->name, 0);

@@ -981,6 +981,7 @@ struct store_reader {
 	uint64_t tick;
 	uint8_t *buf;
 	size_t bufcap;
+	struct store_block_loc last; /* where the last block read lies, for errors */
 	sqlite3_stmt *st_loc, *st_node, *st_has_node, *st_has_block;
 };
 
@@ -1084,6 +1085,8 @@ static int read_stored(struct store_reader *rd, const uint8_t *hash, struct code
 	int64_t off = sqlite3_column_int64(st, 4);
 	int64_t ip = sqlite3_column_int64(st, 5), il = sqlite3_column_int64(st, 6);
 	sqlite3_reset(st);
+	snprintf(rd->last.pack, sizeof rd->last.pack, "%s", name);
+	rd->last.offset = off;
 	if (ip <= 0 || il <= 0 || ip > il || (uint64_t)il > STORE_BLOCK_MAX || off < PACK_HDR_LEN)
 		return ferry_err(FERR_CORRUPT, "block index row has sizes %lld/%lld", (long long)ip,
 				 (long long)il);
@@ -1133,10 +1136,48 @@ int store_block_read(struct store_reader *rd, const uint8_t hash[FERRY_HASH_LEN]
 	if (c.id == CODEC_OFF)
 		memcpy(dst, pl, ls);
 	else if ((r = codec_decode(c, pl, ps, dst, ls)) < 0)
-		return r;
+		return store_block_damage(hash, &rd->last, r);
 	hash_blake2b(h, dst, ls);
 	if (memcmp(h, hash, FERRY_HASH_LEN) != 0)
-		return ferry_err(FERR_CORRUPT, "block content does not match its hash");
+		return store_block_damage(hash, &rd->last,
+					  ferry_err(FERR_CORRUPT, "its content does not match its hash"));
+	return 0;
+}
+
+void store_reader_last_loc(const struct store_reader *rd, struct store_block_loc *out)
+{
+	*out = rd->last;
+}
+
+int store_block_damage(const uint8_t hash[FERRY_HASH_LEN], const struct store_block_loc *loc,
+		       int err)
+{
+	char hex[FERRY_HASH_HEX], msg[512];
+	hash_to_hex(hash, hex);
+	snprintf(msg, sizeof msg, "%s", ferry_errmsg(err));
+	return ferry_err(-err, "block %.16s in pack '%s' at offset %lld is damaged: %s", hex,
+			 loc->pack, (long long)loc->offset, msg);
+}
+
+int store_block_verify(struct codec_spec c, const void *payload, size_t psize, size_t lsize,
+		       const uint8_t hash[FERRY_HASH_LEN], void *scratch, size_t scratch_cap)
+{
+	uint8_t h[FERRY_HASH_LEN];
+	int r;
+	if (lsize == 0 || lsize > STORE_BLOCK_MAX || psize > lsize || scratch_cap < lsize)
+		return ferry_err(FERR_CORRUPT, "block of %zu/%zu bytes", psize, lsize);
+	if (c.id == CODEC_OFF) {
+		if (psize != lsize)
+			return ferry_err(FERR_CORRUPT, "raw block of %zu bytes, %zu expected", psize,
+					 lsize);
+		hash_blake2b(h, payload, lsize);
+	} else {
+		if ((r = codec_decode(c, payload, psize, scratch, lsize)) < 0)
+			return r;
+		hash_blake2b(h, scratch, lsize);
+	}
+	if (memcmp(h, hash, FERRY_HASH_LEN) != 0)
+		return ferry_err(FERR_CORRUPT, "its content does not match its hash");
 	return 0;
 }
 

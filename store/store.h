@@ -488,6 +488,30 @@ int store_block_read(struct store_reader *r, const uint8_t hash[FERRY_HASH_LEN],
 int store_block_read_stored(struct store_reader *r, const uint8_t hash[FERRY_HASH_LEN],
 			    struct codec_spec prefer, struct codec_spec *codec,
 			    uint32_t *lsize, struct fbuf *out) FERRY_WUR;
+/* Checks a stored payload (psize bytes in codec c) against hash: decoded
+ * into scratch (at least lsize bytes) and hashed. 0, or -FERR_CORRUPT when
+ * it does not decode to lsize bytes of that hash. Thread-safe. */
+int store_block_verify(struct codec_spec c, const void *payload, size_t psize, size_t lsize,
+		       const uint8_t hash[FERRY_HASH_LEN], void *scratch, size_t scratch_cap) FERRY_WUR;
+/* Where a stored block lies. */
+struct store_block_loc {
+	char pack[64];
+	int64_t offset;
+};
+/* Where the last block rd read (any store_block_read*) lies. */
+void store_reader_last_loc(const struct store_reader *rd, struct store_block_loc *out);
+/* Turns err, met on block hash stored at loc, into an error of the same
+ * code naming the block, its pack and offset: "block 1a2b... in pack 'P'
+ * at offset N is damaged: <err's detail>". Returns that code. */
+int store_block_damage(const uint8_t hash[FERRY_HASH_LEN], const struct store_block_loc *loc,
+		       int err);
+/* Calls fn with the path (relative to the snapshot root; "" for a
+ * volume's image) of each file of the tree under root node root that uses
+ * block hash, in tree order, until fn returns nonzero (returned; 1 stops
+ * quietly). Walks the whole tree: for error reports, not hot paths. */
+typedef int (*store_path_fn)(void *arg, const char *path, size_t len);
+int store_block_users(struct store_reader *rd, const uint8_t root[FERRY_HASH_LEN],
+		      const uint8_t hash[FERRY_HASH_LEN], store_path_fn fn, void *arg) FERRY_WUR;
 /* Reads node hash: its type and bytes (appended to out after a reset),
  * verified against the hash. -FERR_NOENT if the pool does not have it. */
 int store_node_read(struct store_reader *r, const uint8_t hash[FERRY_HASH_LEN], int *type,
