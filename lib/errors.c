@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lib.h"
@@ -159,4 +160,11 @@ void ferry_err_clear(void)
 {
 	detail_set = false;
 	detail[0] = '\0';
+}
+
+void ferry_bug(const char *file, int line, const char *what)
+{
+	/* the one place library code prints: the process is about to abort */
+	fprintf(stderr, "ferry: BUG at %s:%d: %s\n", file, line, what);
+	abort();
 }

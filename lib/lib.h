@@ -53,6 +53,11 @@ const char *ferry_strerror(int r);
 int ferry_err(int code, const char *fmt, ...) FERRY_PRINTF(2, 3);
 int ferry_verr(int code, const char *fmt, va_list ap);
 
+/* A broken invariant of ferry's own code (never bad input): prints where on
+ * stderr and aborts, so a bug is found at its cause, not later. */
+#define BUG(what) ferry_bug(__FILE__, __LINE__, (what))
+_Noreturn void ferry_bug(const char *file, int line, const char *what);
+
 /* Maps an errno value to a FERR_* code (positive). */
 int ferry_errno_code(int e);
 

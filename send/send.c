@@ -96,11 +96,11 @@ static int flush_out(struct snd *s, int force)
 	return 0;
 }
 
-/* Accounts one record of payload length len; appended by the encoder to
- * s->out unless dry running. */
-static int counted(struct snd *s, size_t len)
+/* Accounts one record of size bytes (a stream_size_* figure); appended by
+ * the encoder to s->out unless dry running. */
+static int counted(struct snd *s, uint64_t size)
 {
-	s->st.bytes += STREAM_HDR_LEN + len + STREAM_TRAILER_LEN;
+	s->st.bytes += size;
 	s->st.records++;
 	return flush_out(s, 0);
 }
@@ -152,7 +152,7 @@ static int emit_node(struct snd *s, const uint8_t *hash)
 	if (s->enc && (r = stream_encode_node(s->enc, (uint8_t)t, s->node.data, s->node.len,
 					      &s->out)) < 0)
 		return r;
-	return counted(s, 36 + s->node.len);
+	return counted(s, stream_size_node(s->node.len));
 }
 
 /* send_damage: the files of the snapshot being sent that use a block */
@@ -332,7 +332,7 @@ static int put_write(struct snd *s, const struct stream_write *w)
 	s->st.block_pbytes += w->psize;
 	if (s->enc && (r = stream_encode_write(s->enc, w, &s->out)) < 0)
 		return r;
-	return counted(s, 48 + (size_t)w->psize);
+	return counted(s, stream_size_write(w->psize));
 }
 
 /* Encodes the oldest block in flight, once it is done. */
@@ -444,7 +444,7 @@ static int emit_block(struct snd *s, const uint8_t *hash, uint64_t len)
 			return r;
 		if (s->enc && (r = stream_encode_byref(s->enc, hash, (uint32_t)len, &s->out)) < 0)
 			return r;
-		return counted(s, 40);
+		return counted(s, stream_size_byref());
 	}
 	if (s->q && (s->flags & STREAM_F_COMPRESSED))
 		return pend_submit(s, hash, (uint32_t)len);
@@ -920,14 +920,6 @@ static void split_ds(const char *full, char *ds, size_t n)
 	ds[len] = 0;
 }
 
-static size_t begin_size(const struct stream_begin *b)
-{
-	size_t n = 120 + strlen(b->dataset) + strlen(b->snapshot);
-	for (size_t i = 0; i < b->nprops; i++)
-		n += 4 + strlen(b->props[i].name) + strlen(b->props[i].value);
-	return n;
-}
-
 /* Sends snapshot to (against base, or full when base is NULL) as one
  * BEGIN..END; props (may be NULL) go into the BEGIN. base_mark: base is a
  * bookmark (id 0, snapname "#mark"), whose blocks are found by its tree. */
@@ -962,7 +954,7 @@ static int send_one(struct snd *s, const struct store_snap *to, const struct sto
 				base ? base->snapname : "", to->name, 0);
 	if (s->enc && (r = stream_encode_begin(s->enc, &b, &s->out)) < 0)
 		return r;
-	if ((r = counted(s, begin_size(&b))) < 0)
+	if ((r = counted(s, stream_size_begin(&b))) < 0)
 		return r;
 	if ((r = store_hset_new(s->p, 1, &s->sent)) < 0)
 		return r;
@@ -992,7 +984,7 @@ static int send_one(struct snd *s, const struct store_snap *to, const struct sto
 	}
 	if ((r = pend_drain(s)) < 0 || (s->enc && (r = stream_encode_end(s->enc, &s->out)) < 0))
 		goto out;
-	if ((r = counted(s, 40)) < 0)
+	if ((r = counted(s, stream_size_end())) < 0)
 		goto out;
 	s->st.substreams++;
 	if (s->o->substream && !s->enc)
@@ -1153,7 +1145,7 @@ static int send_package(struct snd *s, const struct store_ds *top, const char *t
 		pk.ndatasets += pd[i].listed;
 	if (s->enc && (r = stream_encode_package(s->enc, &pk, &s->out)) < 0)
 		goto out;
-	if ((r = counted(s, 40 + strlen(pk.top) + strlen(to_snap) + strlen(pk.from_snap))) < 0)
+	if ((r = counted(s, stream_size_package(&pk))) < 0)
 		goto out;
 	for (size_t i = 0; i < nds; i++) {
 		struct pkg_ds *d = &pd[i];
@@ -1164,16 +1156,12 @@ static int send_package(struct snd *s, const struct store_ds *top, const char *t
 			r = ferry_err(FERR_NOMEM, "sending a package");
 			goto out;
 		}
-		size_t len = 24 + strlen(d->ds.name);
 		for (size_t j = 0; j < d->snaps.n; j++) {
 			ss[j].guid = d->snaps.v[j].guid;
 			ss[j].txg = d->snaps.v[j].createtxg;
 			ss[j].creation_ns = d->snaps.v[j].creation_ns;
 			ss[j].name = d->snaps.v[j].snapname;
-			len += 25 + strlen(ss[j].name);
 		}
-		for (size_t j = 0; j < d->props.n; j++)
-			len += 4 + strlen(d->props.v[j].name) + strlen(d->props.v[j].value);
 		struct stream_dataset sd;
 		memset(&sd, 0, sizeof sd);
 		sd.guid = d->ds.guid;
@@ -1184,8 +1172,9 @@ static int send_package(struct snd *s, const struct store_ds *top, const char *t
 		sd.snaps = ss;
 		sd.nsnaps = d->snaps.n;
 		r = s->enc ? stream_encode_dataset(s->enc, &sd, &s->out) : 0;
+		uint64_t size = stream_size_dataset(&sd);
 		free(ss);
-		if (r < 0 || (r = counted(s, len)) < 0)
+		if (r < 0 || (r = counted(s, size)) < 0)
 			goto out;
 	}
 	for (size_t i = 0; i < nds; i++) {
@@ -1204,7 +1193,7 @@ static int send_package(struct snd *s, const struct store_ds *top, const char *t
 	}
 	if (s->enc && (r = stream_encode_package_end(s->enc, &s->out)) < 0)
 		goto out;
-	r = counted(s, 48);
+	r = counted(s, stream_size_package_end());
 out:
 	for (size_t i = 0; pd && i < nds; i++) {
 		free(pd[i].snaps.v);

@@ -200,6 +200,88 @@ static uint16_t version_of(const struct stream_encoder *e, uint16_t v)
 	return (!checked(e) && v) ? v : STREAM_VERSION;
 }
 
+/* ---- record sizes --------------------------------------------------------------
+ * The fixed part of each payload as the encoders below write it (one
+ * place: every encoder checks its record against these). */
+#define BEGIN_FIXED 120u     /* magic .. reserved, before the names */
+#define PROP_FIXED 4u        /* name length, source, value length */
+#define NODE_FIXED 36u       /* type, pad, hash */
+#define WRITE_FIXED 48u      /* hash, lsize, codec, level, 0, psize, 0 */
+#define BYREF_FIXED 40u      /* hash, lsize, 0 */
+#define END_FIXED 40u        /* count, chain */
+#define PACKAGE_FIXED 40u    /* magic .. name lengths */
+#define DATASET_FIXED 24u    /* guid .. reserved */
+#define DSSNAP_FIXED 25u     /* guid, txg, creation, name length */
+#define PACKAGE_END_FIXED 48u
+
+static uint64_t rec_size(uint64_t payload)
+{
+	return STREAM_HDR_LEN + payload + STREAM_TRAILER_LEN;
+}
+
+static uint64_t props_size(const struct stream_prop *props, size_t n)
+{
+	uint64_t sz = 0;
+	for (size_t i = 0; i < n; i++)
+		sz += PROP_FIXED + strlen(str_or_empty(props[i].name)) +
+		      strlen(str_or_empty(props[i].value));
+	return sz;
+}
+
+uint64_t stream_size_begin(const struct stream_begin *b)
+{
+	return rec_size(BEGIN_FIXED + strlen(str_or_empty(b->dataset)) +
+			strlen(str_or_empty(b->snapshot)) + props_size(b->props, b->nprops));
+}
+
+uint64_t stream_size_node(size_t len)
+{
+	return rec_size(NODE_FIXED + (uint64_t)len);
+}
+
+uint64_t stream_size_write(uint32_t psize)
+{
+	return rec_size(WRITE_FIXED + (uint64_t)psize);
+}
+
+uint64_t stream_size_byref(void)
+{
+	return rec_size(BYREF_FIXED);
+}
+
+uint64_t stream_size_end(void)
+{
+	return rec_size(END_FIXED);
+}
+
+uint64_t stream_size_package(const struct stream_package *p)
+{
+	return rec_size(PACKAGE_FIXED + strlen(str_or_empty(p->top)) +
+			strlen(str_or_empty(p->to_snap)) + strlen(str_or_empty(p->from_snap)));
+}
+
+uint64_t stream_size_dataset(const struct stream_dataset *d)
+{
+	uint64_t sz = DATASET_FIXED + strlen(str_or_empty(d->name)) + props_size(d->props, d->nprops);
+	for (size_t i = 0; i < d->nsnaps; i++)
+		sz += DSSNAP_FIXED + strlen(str_or_empty(d->snaps[i].name));
+	return rec_size(sz);
+}
+
+uint64_t stream_size_package_end(void)
+{
+	return rec_size(PACKAGE_END_FIXED);
+}
+
+/* What a checked encoder wrote since at must be the size its record's
+ * stream_size_* says (send -n and byte counts rely on it). */
+static void size_check(const struct stream_encoder *e, const struct fbuf *out, size_t at,
+		       uint64_t want)
+{
+	if (checked(e) && out->len - at != want)
+		BUG("a record's size differs from its stream_size_* function");
+}
+
 int stream_encode_begin(struct stream_encoder *e, const struct stream_begin *b,
 			struct fbuf *out)
 {
@@ -237,7 +319,10 @@ int stream_encode_begin(struct stream_encoder *e, const struct stream_begin *b,
 	    (r = put_bytes(out, ds, dl)) < 0 || (r = put_bytes(out, snap, sl)) < 0 ||
 	    (r = put_props(e, out, b->props, b->nprops)) < 0)
 		goto out;
-	return finish(e, STREAM_BEGIN, 0, out, at);
+	if ((r = finish(e, STREAM_BEGIN, 0, out, at)) < 0)
+		return r;
+	size_check(e, out, at, stream_size_begin(b));
+	return 0;
 out:
 	rollback(out, at);
 	return r;
@@ -262,7 +347,10 @@ int stream_encode_node(struct stream_encoder *e, uint8_t type, const void *data,
 	    (r = fbuf_append(out, pad, sizeof(pad))) < 0 ||
 	    (r = fbuf_append(out, h, sizeof(h))) < 0 || (r = fbuf_append(out, data, len)) < 0)
 		goto out;
-	return finish(e, STREAM_NODE, 0, out, at);
+	if ((r = finish(e, STREAM_NODE, 0, out, at)) < 0)
+		return r;
+	size_check(e, out, at, stream_size_node(len));
+	return 0;
 out:
 	rollback(out, at);
 	return r;
@@ -282,7 +370,10 @@ int stream_encode_write(struct stream_encoder *e, const struct stream_write *w, 
 	    (r = fbuf_put_le32(out, w->psize)) < 0 || (r = fbuf_put_le32(out, 0)) < 0 ||
 	    (r = fbuf_append(out, w->data, w->psize)) < 0)
 		goto out;
-	return finish(e, STREAM_WRITE, 0, out, at);
+	if ((r = finish(e, STREAM_WRITE, 0, out, at)) < 0)
+		return r;
+	size_check(e, out, at, stream_size_write(w->psize));
+	return 0;
 out:
 	rollback(out, at);
 	return r;
@@ -297,7 +388,10 @@ int stream_encode_byref(struct stream_encoder *e, const uint8_t hash[FERRY_HASH_
 	if ((r = start(out, &at)) < 0 || (r = fbuf_append(out, hash, FERRY_HASH_LEN)) < 0 ||
 	    (r = fbuf_put_le32(out, lsize)) < 0 || (r = fbuf_put_le32(out, 0)) < 0)
 		goto out;
-	return finish(e, STREAM_WRITE_BYREF, 0, out, at);
+	if ((r = finish(e, STREAM_WRITE_BYREF, 0, out, at)) < 0)
+		return r;
+	size_check(e, out, at, stream_size_byref());
+	return 0;
 out:
 	rollback(out, at);
 	return r;
@@ -312,7 +406,10 @@ int stream_encode_end(struct stream_encoder *e, struct fbuf *out)
 	    (r = fbuf_put_le64(out, e->index - e->begin_index)) < 0 ||
 	    (r = fbuf_append(out, e->chain, FERRY_HASH_LEN)) < 0)
 		goto out;
-	return finish(e, STREAM_END, 0, out, at);
+	if ((r = finish(e, STREAM_END, 0, out, at)) < 0)
+		return r;
+	size_check(e, out, at, stream_size_end());
+	return 0;
 out:
 	rollback(out, at);
 	return r;
@@ -343,7 +440,10 @@ int stream_encode_package(struct stream_encoder *e, const struct stream_package 
 	    (r = fbuf_putc(out, (uint8_t)fl)) < 0 || (r = put_bytes(out, top, tl)) < 0 ||
 	    (r = put_bytes(out, to, sl)) < 0 || (r = put_bytes(out, from, fl)) < 0)
 		goto out;
-	return finish(e, STREAM_PACKAGE, 0, out, at);
+	if ((r = finish(e, STREAM_PACKAGE, 0, out, at)) < 0)
+		return r;
+	size_check(e, out, at, stream_size_package(p));
+	return 0;
 out:
 	rollback(out, at);
 	return r;
@@ -377,7 +477,10 @@ int stream_encode_dataset(struct stream_encoder *e, const struct stream_dataset 
 		    (r = fbuf_putc(out, (uint8_t)sl)) < 0 || (r = put_bytes(out, sn, sl)) < 0)
 			goto out;
 	}
-	return finish(e, STREAM_DATASET, 0, out, at);
+	if ((r = finish(e, STREAM_DATASET, 0, out, at)) < 0)
+		return r;
+	size_check(e, out, at, stream_size_dataset(d));
+	return 0;
 out:
 	rollback(out, at);
 	return r;
@@ -392,7 +495,10 @@ int stream_encode_package_end(struct stream_encoder *e, struct fbuf *out)
 	    (r = fbuf_put_le64(out, e->nsub)) < 0 ||
 	    (r = fbuf_append(out, e->chain, FERRY_HASH_LEN)) < 0)
 		goto out;
-	return finish(e, STREAM_PACKAGE_END, 0, out, at);
+	if ((r = finish(e, STREAM_PACKAGE_END, 0, out, at)) < 0)
+		return r;
+	size_check(e, out, at, stream_size_package_end());
+	return 0;
 out:
 	rollback(out, at);
 	return r;

@@ -260,7 +260,7 @@ static void *arena_take(struct arena *a, size_t n)
 
 	/* The bound includes padding for every take; this cannot fail. */
 	if (off > a->cap || n > a->cap - off)
-		abort();
+		BUG("a decoder arena overflows its bound");
 	a->off = off + n;
 	return a->base + off;
 }
@@ -270,7 +270,7 @@ static const char *arena_str(struct arena *a, const uint8_t *p, size_t n)
 	char *s;
 
 	if (a->off > a->cap || n + 1 > a->cap - a->off)
-		abort();
+		BUG("a decoder arena overflows its bound");
 	s = (char *)a->base + a->off;
 	memcpy(s, p, n);
 	s[n] = '\0';

@@ -271,6 +271,17 @@ int stream_encode_record(struct stream_encoder *e, const struct stream_record *r
  * trailer, nothing else. -FERR_INVAL on a checked encoder. */
 int stream_encode_raw(struct stream_encoder *e, uint16_t type, uint16_t flags,
 		      const void *payload, size_t len, struct fbuf *out) FERRY_WUR;
+/* The size of a whole record (header, payload, trailer) as the encoder
+ * writes it, for size estimates (send -n) and byte counts that do not
+ * encode: the encoder checks every record it writes against these. */
+uint64_t stream_size_begin(const struct stream_begin *b);
+uint64_t stream_size_node(size_t len);
+uint64_t stream_size_write(uint32_t psize);
+uint64_t stream_size_byref(void);
+uint64_t stream_size_end(void);
+uint64_t stream_size_package(const struct stream_package *p);
+uint64_t stream_size_dataset(const struct stream_dataset *d);
+uint64_t stream_size_package_end(void);
 /* Records written so far, and the current chain value S(i-1) that the next
  * END would carry (for tools building records by hand). */
 uint64_t stream_encoder_records(const struct stream_encoder *e);

@@ -2,10 +2,10 @@
 # Trees as deep as NODE_TREE_DEPTH_MAX (16384 directory levels) go through
 # recv, send (full, incremental, from a bookmark) and diff without
 # recursion; a deeper stream is refused with one clear line and changes
-# nothing. The streams come from tests/tools/mkdeep (a chain of
+# nothing. The streams come from tests/tools/mkdeepstream (a chain of
 # directories "d", each with a file "f").
 . "$(dirname "$0")/lib.sh"
-MKDEEP="$FERRY_TOOLS/mkdeep"
+MKDEEP="$FERRY_TOOLS/mkdeepstream"
 MAX=16384
 mkdir -p "$T/p"
 ferry pool create -o compression=gzip-7 tank "$T/p/tank"

@@ -6,7 +6,6 @@
 . "$(dirname "$0")/lib.sh"
 mkdir -p "$T/p" "$T/src/sub"
 seq 1 300000 >"$T/src/sub/numbers"
-head -c 400000 /dev/urandom >"$T/src/rand"
 for codec in lz4 gzip-6 off; do
 	ferry pool create -o compression=$codec p$codec "$T/p/$codec"
 	ferry create -o source="$T/src" -o recordsize=64K p$codec/fs

@@ -1,7 +1,7 @@
-/* tests/tools/mkdeep.c — writes a valid full ferry stream of a deep tree
+/* tests/tools/mkdeepstream.c — writes a valid full ferry stream of a deep tree
  * to standard output, for the depth tests of recv, send, diff and restore:
  *
- *   mkdeep DEPTH [DATASET@SNAP [VARIANT]]
+ *   mkdeepstream DEPTH [DATASET@SNAP [VARIANT]]
  *
  * The tree is a chain of DEPTH directories named "d" below the root
  * directory (the deepest at level DEPTH), each also holding a small file
@@ -19,7 +19,7 @@
 
 static void die(const char *what, int r)
 {
-	fprintf(stderr, "mkdeep: %s: %s\n", what, r < 0 ? ferry_errmsg(r) : "failed");
+	fprintf(stderr, "mkdeepstream: %s: %s\n", what, r < 0 ? ferry_errmsg(r) : "failed");
 	exit(1);
 }
 
@@ -63,7 +63,7 @@ int main(int argc, char **argv)
 	char name[STREAM_NAME_MAX + 1] = "deep/fs@s";
 	int r;
 	if (argc < 2 || argc > 4)
-		die("usage: mkdeep DEPTH [DATASET@SNAP [VARIANT]]", 0);
+		die("usage: mkdeepstream DEPTH [DATASET@SNAP [VARIANT]]", 0);
 	const char *variant = argc == 4 ? argv[3] : "";
 	long depth = strtol(argv[1], NULL, 10);
 	if (depth < 0 || depth > 1000000)
