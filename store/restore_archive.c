@@ -231,28 +231,64 @@ out:
 	return r;
 }
 
-static int emit_dir(struct ar *w, int type, const uint8_t *hash)
+/* Writes the tree below root, depth first in name order. Iterative, so a
+ * tree of any depth costs heap, not stack: one frame per directory on the
+ * way down (its loaded entries). */
+static int emit_tree(struct ar *w, const struct node_entry *root)
 {
-	struct node_dir d;
+	struct eframe {
+		struct node_dir d;
+		size_t i;
+		size_t path_len;
+	} *st = NULL;
+	size_t n = 0, cap = 0;
 	int r;
-	if ((r = node_dir_load(rd_node, w->rd, type, hash, &d)) < 0)
+	if ((r = VEC_GROW(st, cap, n, 64, "writing an archive")) < 0)
 		return r;
-	for (size_t i = 0; i < d.n && r >= 0; i++) {
-		const struct node_entry *e = &d.ents[i];
-		size_t saved = w->path.len;
+	memset(&st[0], 0, sizeof st[0]);
+	n = 1;
+	if ((r = node_dir_load(rd_node, w->rd, root->child_type, root->child, &st[0].d)) < 0)
+		goto out;
+	while (n) {
+		struct eframe *f = &st[n - 1];
+		if (f->i == f->d.n) {
+			node_dir_release(&f->d);
+			n--;
+			continue;
+		}
+		const struct node_entry *e = &f->d.ents[f->i++];
+		w->path.len = f->path_len;
 		if ((w->path.len && (r = fbuf_putc(&w->path, '/')) < 0) ||
 		    (r = fbuf_append(&w->path, e->name, e->name_len)) < 0)
-			break;
-		int s = sel(w);
-		if (s == 1 || (s == 2 && e->ftype == NODE_F_DIR)) {
-			r = emit_entry(w, e, s);
-			if (r == 1)
-				r = emit_dir(w, e->child_type, e->child);
+			goto out;
+		/* only a corrupt pool holds anything deeper (see restore.c) */
+		if (n - 1 > NODE_TREE_DEPTH_MAX) {
+			r = ferry_err(FERR_CORRUPT, "the snapshot's tree is deeper than %d directory "
+				      "levels", NODE_TREE_DEPTH_MAX);
+			goto out;
 		}
-		w->path.len = saved;
+		int s = sel(w);
+		if (!(s == 1 || (s == 2 && e->ftype == NODE_F_DIR)))
+			continue;
+		if ((r = emit_entry(w, e, s)) < 0)
+			goto out;
+		if (r == 1) {
+			/* f may move: the stack grows */
+			if ((r = VEC_GROW(st, cap, n, 64, "writing an archive")) < 0)
+				goto out;
+			struct eframe *k = &st[n++];
+			memset(k, 0, sizeof *k);
+			k->path_len = w->path.len;
+			if ((r = node_dir_load(rd_node, w->rd, e->child_type, e->child, &k->d)) < 0)
+				goto out;
+		}
 	}
-	node_dir_release(&d);
-	return r < 0 ? r : 0;
+	r = 0;
+out:
+	while (n)
+		node_dir_release(&st[--n].d);
+	free(st);
+	return r;
 }
 
 int restore_archive(struct store_pool *p, struct store_reader *rd, const struct node_entry *root,
@@ -292,7 +328,7 @@ int restore_archive(struct store_pool *p, struct store_reader *rd, const struct 
 		r = ar_err(&w, "opening the archive");
 		goto out;
 	}
-	if ((r = emit_dir(&w, root->child_type, root->child)) < 0)
+	if ((r = emit_tree(&w, root)) < 0)
 		goto out;
 	for (size_t i = 0; i < o->nfiles; i++)
 		if (!w.found[i]) {
