@@ -440,12 +440,20 @@ static int rsubmit(struct rst *r, struct rjob *j)
 	return rc;
 }
 
+/* Collects every job still queued, whatever their results: only then may
+ * an fd they use be closed (a write to a closed fd fails, one to a reused
+ * fd number lands in another file). Returns the first error, with its
+ * message. */
 static int rdrain(struct rst *r)
 {
-	int rc;
-	while ((rc = rcollect(r)) > 0)
-		;
-	return rc;
+	char msg[1024];
+	int rc, first = 0;
+	while ((rc = rcollect(r)) != 0)
+		if (rc < 0 && !first) {
+			first = rc;
+			snprintf(msg, sizeof msg, "%s", ferry_errmsg(rc));
+		}
+	return first ? ferry_err(-first, "%s", msg) : 0;
 }
 
 struct pctx {
@@ -483,31 +491,39 @@ static int queue_extent(void *arg, const struct node_extent *x, uint64_t off)
 	return rc;
 }
 
-/* Queues the data of e into fd (which the END job closes). */
+/* Closes fd, which queued jobs may still write to, once none can: after a
+ * failure to queue the rest of its file. Returns rc. */
+static int close_queued(struct rst *r, int fd, int rc)
+{
+	char msg[1024];
+	snprintf(msg, sizeof msg, "%s", ferry_errmsg(rc));
+	(void)rdrain(r); /* rc, the first failure, is the one to report */
+	close(fd);
+	return ferry_err(-rc, "%s", msg);
+}
+
+/* Queues the data of e into fd; the END job, collected after every data
+ * job of the file, closes it (on errors here, fd is closed once no job
+ * can use it any more). */
 static int queue_file(struct rst *r, int fd, const struct node_entry *e)
 {
 	struct pctx pc = {r, fd};
 	struct rjob *j = NULL;
 	int rc;
 	if (e->size && e->child_type &&
-	    (rc = node_bl_walk(rd_node, r->rd, e->child_type, e->child, e->size, queue_extent, &pc)) < 0) {
-		/* the jobs queued so far still write to fd: let them finish first */
-		int d = rdrain(r);
-		close(fd);
-		return d < 0 ? d : rc;
-	}
-	if ((rc = rjob_get(r, &j)) < 0) {
-		close(fd);
-		return rc;
-	}
+	    (rc = node_bl_walk(rd_node, r->rd, e->child_type, e->child, e->size, queue_extent, &pc)) < 0)
+		return close_queued(r, fd, rc);
+	if ((rc = rjob_get(r, &j)) < 0)
+		return close_queued(r, fd, rc);
 	j->kind = RJ_END;
 	j->fd = fd;
 	j->e = *e;
 	if ((rc = rsubmit(r, j)) < 0) {
+		/* not queued: the data jobs before it still write to fd */
 		rjob_put(r, j);
-		close(fd);
+		return close_queued(r, fd, rc);
 	}
-	return rc;
+	return 0;
 }
 
 struct first_ext {
