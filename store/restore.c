@@ -5,7 +5,9 @@
  * a directory fd this restore opened with O_NOFOLLOW, so nothing is written
  * outside the target whatever the snapshot holds. Directory attributes
  * (mode, mtime) are set after their children; owners only when running as
- * root; holes and all-zero blocks are skipped so sparse files stay sparse. */
+ * root (and not told otherwise: the STORE_RESTORE_NO_* options shape what
+ * an untrusted snapshot can make); holes and all-zero blocks are skipped so
+ * sparse files stay sparse. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -112,6 +114,18 @@ static void rwarn(struct rst *r, const char *what, int e)
 	rwarn_path(r, NULL, what, e);
 }
 
+/* A warning with no errno about the walk's current path. */
+static void rwarn_msg(struct rst *r, const char *msg)
+{
+	r->st->warnings++;
+	r->partial = 1;
+	if (r->o->warn) {
+		char shown[WARN_PATH_MAX];
+		shown_path(r, shown, sizeof shown);
+		r->o->warn(r->o->arg, shown, msg);
+	}
+}
+
 /* ---- selection (--file) ------------------------------------------------------------- */
 
 int restore_selected(const char *const *files, size_t nfiles, const char *pth, size_t pl,
@@ -167,6 +181,18 @@ static void note(struct rst *r, struct jwarn *jw, const char *what, int e)
 	}
 }
 
+/* The mode e gets on disk: --no-setuid clears the set-id bits,
+ * --no-same-permissions applies the umask. */
+static mode_t mode_of(const struct rst *r, const struct node_entry *e)
+{
+	mode_t m = e->mode;
+	if (r->o->untrusted & STORE_RESTORE_NO_SETUID)
+		m &= ~(mode_t)(S_ISUID | S_ISGID);
+	if (r->o->untrusted & STORE_RESTORE_NO_SAME_PERMISSIONS)
+		m &= ~(r->o->umask & 0777);
+	return m;
+}
+
 static void set_xattrs(struct rst *r, struct jwarn *jw, int fd, int dirfd, const char *name,
 		       const struct node_entry *e)
 {
@@ -178,6 +204,9 @@ static void set_xattrs(struct rst *r, struct jwarn *jw, int fd, int dirfd, const
 		const struct node_xattr *x = &e->xattrs[i];
 		memcpy(nm, x->name, x->name_len);
 		nm[x->name_len] = 0;
+		/* file capabilities give privileges as setuid does */
+		if ((r->o->untrusted & STORE_RESTORE_NO_SETUID) && !strcmp(nm, "security.capability"))
+			continue;
 		int rc = fd >= 0 ? fsetxattr(fd, nm, x->value, x->value_len, 0)
 				 : lsetxattr(pp, nm, x->value, x->value_len, 0);
 		if (rc != 0 && !(errno == EPERM && !r->owners && !strncmp(nm, "trusted.", 8)))
@@ -194,7 +223,7 @@ static void set_attrs_jw(struct rst *r, struct jwarn *jw, int fd, const struct n
 	if (r->owners && !owned && fchown(fd, e->uid, e->gid) != 0)
 		note(r, jw, "cannot set owner", errno);
 	set_xattrs(r, jw, fd, -1, NULL, e);
-	if (fchmod(fd, e->mode) != 0)
+	if (fchmod(fd, mode_of(r, e)) != 0)
 		note(r, jw, "cannot set mode", errno);
 	ts[0].tv_sec = e->mtime_sec;
 	ts[0].tv_nsec = e->mtime_nsec;
@@ -214,7 +243,7 @@ static void set_attrs_at(struct rst *r, int dirfd, const char *name, const struc
 	if (r->owners && fchownat(dirfd, name, e->uid, e->gid, AT_SYMLINK_NOFOLLOW) != 0)
 		rwarn(r, "cannot set owner", errno);
 	set_xattrs(r, NULL, -1, dirfd, name, e);
-	if (e->ftype != NODE_F_SYMLINK && fchmodat(dirfd, name, e->mode, 0) != 0)
+	if (e->ftype != NODE_F_SYMLINK && fchmodat(dirfd, name, mode_of(r, e), 0) != 0)
 		rwarn(r, "cannot set mode", errno);
 	ts[0].tv_sec = e->mtime_sec;
 	ts[0].tv_nsec = e->mtime_nsec;
@@ -740,6 +769,10 @@ static int restore_entry(struct rst *r, int dirfd, const struct node_entry *e, i
 	}
 	default: {
 		mode_t t = e->ftype == NODE_F_FIFO ? S_IFIFO : e->ftype == NODE_F_CHR ? S_IFCHR : S_IFBLK;
+		if ((r->o->untrusted & STORE_RESTORE_NO_DEVICES) && t != S_IFIFO) {
+			rwarn_msg(r, "device node not restored (--no-devices)");
+			return 0;
+		}
 		if ((rc = clear_name(r, dirfd, name, 0)) < 0)
 			return rc;
 		if (mknodat(dirfd, name, t | 0600, makedev(e->rdev_major, e->rdev_minor)) != 0) {
@@ -960,7 +993,8 @@ int store_restore(struct store_pool *p, const struct store_snap *s, const char *
 	r.o = o;
 	r.st = st;
 	r.rootfd = -1;
-	r.owners = geteuid() == 0;
+	/* --no-same-owner: as root too, what is restored is root's */
+	r.owners = geteuid() == 0 && !(o->untrusted & STORE_RESTORE_NO_SAME_OWNER);
 	fbuf_init(&r.path, (size_t)1 << 24);
 	dirstack_init(&r.dirs, RESTORE_OPEN_DIRS, 1);
 	r.dirs.before_close = drain_cb;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -30,6 +31,7 @@ struct ar {
 	} *links;
 	size_t nlinks, caplinks;
 	int *found;
+	int partial;
 };
 
 static int rd_node(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, struct fbuf *out)
@@ -139,8 +141,36 @@ static int sparse_map(struct ar *w, struct archive_entry *ae, const struct node_
 	return 0;
 }
 
+/* A warning about the current path; the restore ends with exit status 3. */
+static void ar_warn(struct ar *w, const char *msg)
+{
+	w->st->warnings++;
+	w->partial = 1;
+	if (!w->o->warn)
+		return;
+	const char *p = (const char *)w->path.data;
+	size_t n = w->path.len;
+	char shown[4096 + 8];
+	if (n > 4096) {
+		/* paths of deep trees outgrow PATH_MAX; a message need not */
+		memcpy(shown, p, 2048);
+		memcpy(shown + 2048, "/.../", 5);
+		memcpy(shown + 2053, p + n - 2048, 2048);
+		n = 2048 + 5 + 2048;
+	} else {
+		memcpy(shown, p, n);
+	}
+	shown[n] = 0;
+	w->o->warn(w->o->arg, shown, msg);
+}
+
 static int emit_entry(struct ar *w, const struct node_entry *e, int s)
 {
+	unsigned ut = w->o->untrusted;
+	if ((ut & STORE_RESTORE_NO_DEVICES) && (e->ftype == NODE_F_CHR || e->ftype == NODE_F_BLK)) {
+		ar_warn(w, "device node not restored (--no-devices)");
+		return 0;
+	}
 	struct archive_entry *ae = archive_entry_new();
 	char xn[NODE_XATTR_NAME_MAX + 1];
 	int r = 0;
@@ -152,13 +182,18 @@ static int emit_entry(struct ar *w, const struct node_entry *e, int s)
 	}
 	w->path.len--;
 	archive_entry_copy_pathname(ae, (const char *)w->path.data);
-	archive_entry_set_perm(ae, e->mode);
-	archive_entry_set_uid(ae, e->uid);
-	archive_entry_set_gid(ae, e->gid);
+	/* --no-setuid, --no-same-owner: the entries an extractor gets are
+	 * those a tree restore would make */
+	archive_entry_set_perm(ae, (ut & STORE_RESTORE_NO_SETUID) ? e->mode & ~(S_ISUID | S_ISGID)
+								    : e->mode);
+	archive_entry_set_uid(ae, (ut & STORE_RESTORE_NO_SAME_OWNER) ? geteuid() : e->uid);
+	archive_entry_set_gid(ae, (ut & STORE_RESTORE_NO_SAME_OWNER) ? getegid() : e->gid);
 	archive_entry_set_mtime(ae, (time_t)e->mtime_sec, (long)e->mtime_nsec);
 	for (size_t i = 0; i < e->nxattr; i++) {
 		memcpy(xn, e->xattrs[i].name, e->xattrs[i].name_len);
 		xn[e->xattrs[i].name_len] = 0;
+		if ((ut & STORE_RESTORE_NO_SETUID) && !strcmp(xn, "security.capability"))
+			continue;
 		archive_entry_xattr_add_entry(ae, xn, e->xattrs[i].value, e->xattrs[i].value_len);
 	}
 	const char *first = NULL;
@@ -337,6 +372,9 @@ int restore_archive(struct store_pool *p, struct store_reader *rd, const struct 
 		}
 	if (archive_write_close(w.a) != ARCHIVE_OK)
 		r = ar_err(&w, "closing the archive");
+	else if (w.partial)
+		r = ferry_err(FERR_PARTIAL, "restored with %llu warnings",
+			      (unsigned long long)st->warnings);
 out:
 	if (w.a)
 		archive_write_free(w.a);
