@@ -914,8 +914,13 @@ out:
 		free(v);
 		return r;
 	}
-	if (cnt)
+	if (cnt) {
 		qsort(v, cnt, sizeof *v, name_cmp_qsort);
+		/* a deep walk holds one listing per level: no growth slack */
+		char **nv = realloc(v, cnt * sizeof *v);
+		if (nv)
+			v = nv;
+	}
 	*names = v;
 	*n = cnt;
 	return 0;
