@@ -182,6 +182,7 @@ int dirstack_open_parent(struct dirstack *s)
 		int e = errno;
 		if (fd >= 0) {
 			close(fd);
+			s->moved++;
 			if (s->strict)
 				return ferry_err(FERR_IO, "directory '%s' moved while being walked",
 						 s->lv[t + 1].name);

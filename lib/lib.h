@@ -216,6 +216,7 @@ struct dirstack {
 	size_t n, cap;
 	unsigned keep, nopen;  /* nopen: open fds above the bottom */
 	size_t low;            /* levels 1..low-1 are all closed */
+	unsigned moved;        /* times ".." was not the directory recorded */
 	int strict;
 	int (*before_close)(void *arg); /* may be NULL */
 	void *arg;

@@ -1198,7 +1198,13 @@ static int frame_pop(struct cap *c)
 	c->nframes--;
 	if (c->nframes) {
 		struct cframe *pf = &c->frames[c->nframes - 1];
-		if ((r = dirstack_open_parent(&c->dirs)) < 0) {
+		unsigned moved = c->dirs.moved;
+		if ((r = dirstack_open_parent(&c->dirs)) == 0 && c->dirs.moved != moved) {
+			/* found again where it was: what was read of the
+			 * directory left is consistent, but it is elsewhere now */
+			c->path.len = f->path_len;
+			warn(c, "directory moved while being read", 0);
+		} else if (r < 0) {
 			if (r == -FERR_NOMEM)
 				return r;
 			/* the tree moved under the walk: what it still holds
