@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -203,20 +204,44 @@ static void rwarn_cb(void *arg, const char *path, const char *msg)
 	warn_cb(arg, path, msg);
 }
 
+static const char restore_usage[] =
+	"usage: ferry restore [--file PATH]... [--force] [--untrusted] [--no-same-owner] "
+	"[--no-same-permissions] [--no-devices] [--no-setuid] [-v] SNAPSHOT DIR | "
+	"ferry restore [OPTION]... --format tar|pax|zip SNAPSHOT > FILE";
+
+static const char restore_help[] =
+	"  --file PATH            restore only PATH (relative to the snapshot's root); repeatable\n"
+	"  --force                restore into a non-empty DIR, replacing what is in the way\n"
+	"  --format tar|pax|zip   write the tree as an archive to standard output\n"
+	"  --no-same-owner        the restoring user owns everything (as root too: no chown)\n"
+	"  --no-same-permissions  modes masked by the umask, as tar does for ordinary users\n"
+	"  --no-devices           device nodes are not created (each skipped with a warning, exit 3)\n"
+	"  --no-setuid            setuid and setgid bits cleared, file capabilities not restored\n"
+	"  --untrusted            all four: for snapshots of someone else's data restored as root\n"
+	"                         (archives: all but --no-same-permissions shape the entries)\n"
+	"  -v                     print what was restored\n";
+
 int cmd_restore(int argc, char **argv)
 {
+	enum { OPT_NO_OWNER = 1000, OPT_NO_PERMS, OPT_NO_DEV, OPT_NO_SUID, OPT_UNTRUSTED, OPT_HELP };
 	static const struct option lo[] = {
 		{"file", required_argument, NULL, 'F'},
 		{"force", no_argument, NULL, 'f'},
 		{"format", required_argument, NULL, 'T'},
 		{"verbose", no_argument, NULL, 'v'},
+		{"no-same-owner", no_argument, NULL, OPT_NO_OWNER},
+		{"no-same-permissions", no_argument, NULL, OPT_NO_PERMS},
+		{"no-devices", no_argument, NULL, OPT_NO_DEV},
+		{"no-setuid", no_argument, NULL, OPT_NO_SUID},
+		{"untrusted", no_argument, NULL, OPT_UNTRUSTED},
+		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0},
 	};
-	const char *usage = "usage: ferry restore [--file PATH]... [--force] [-v] SNAPSHOT DIR | "
-			    "ferry restore [--file PATH]... --format tar|pax|zip SNAPSHOT > FILE";
+	const char *usage = restore_usage;
 	const char **files = NULL;
 	size_t nfiles = 0;
 	const char *format = NULL;
+	unsigned untrusted = 0;
 	int c, force = 0, verbose = 0, rc;
 	optind = 1;
 	files = calloc((size_t)argc, sizeof *files);
@@ -231,7 +256,22 @@ int cmd_restore(int argc, char **argv)
 			format = optarg;
 		else if (c == 'v')
 			verbose = 1;
-		else {
+		else if (c == OPT_NO_OWNER)
+			untrusted |= STORE_RESTORE_NO_SAME_OWNER;
+		else if (c == OPT_NO_PERMS)
+			untrusted |= STORE_RESTORE_NO_SAME_PERMISSIONS;
+		else if (c == OPT_NO_DEV)
+			untrusted |= STORE_RESTORE_NO_DEVICES;
+		else if (c == OPT_NO_SUID)
+			untrusted |= STORE_RESTORE_NO_SETUID;
+		else if (c == OPT_UNTRUSTED)
+			untrusted |= STORE_RESTORE_NO_SAME_OWNER | STORE_RESTORE_NO_SAME_PERMISSIONS |
+				     STORE_RESTORE_NO_DEVICES | STORE_RESTORE_NO_SETUID;
+		else if (c == OPT_HELP) {
+			free(files);
+			printf("%s\n%s", usage, restore_help);
+			return EXIT_OK;
+		} else {
 			free(files);
 			return cli_usage("%s", usage);
 		}
@@ -266,6 +306,14 @@ int cmd_restore(int argc, char **argv)
 	o.force = force;
 	o.format = format;
 	o.fd = 1;
+	o.untrusted = untrusted;
+	{
+		/* the process's umask, for --no-same-permissions (read back at
+		 * once: there is no call that only reads it) */
+		mode_t um = umask(0);
+		umask(um);
+		o.umask = um;
+	}
 	o.warn = rwarn_cb;
 	r = store_restore(p, &s, format ? NULL : argv[optind + 1], &o, &st);
 	store_pool_close(p);

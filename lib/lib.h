@@ -199,5 +199,51 @@ void format_nicenum(uint64_t v, char *buf, size_t n, int bytes_suffix);
 /* Current wall-clock time (CLOCK_REALTIME) in nanoseconds since the epoch. */
 uint64_t ferry_now_ns(void);
 
+/* ---- directory stack (dirstack.c) -----------------------------------------
+ * The open directories of an iterative tree walk: level 0 (the bottom, the
+ * walk's root) and each directory descended into. Whatever the depth, at
+ * most keep + 1 fds above the bottom are open: pushing past that closes the
+ * shallowest one (calling before_close first, so jobs that use it can
+ * finish), and dirstack_open_parent reopens it on the way back up through
+ * ".." of the level left, taking it only when st_dev/st_ino are the ones
+ * recorded at the push. strict: such a mismatch is an error (restore);
+ * otherwise the level is looked for again by names from the nearest open
+ * level below, every step checked (capture), and an error only if it is
+ * gone. Nothing outside the tree is ever opened. Embedded: init/release. */
+struct dirstack_level {
+	int fd;        /* -1 while closed */
+	dev_t dev;
+	ino_t ino;
+	char *name;    /* in the level below; NULL at the bottom */
+};
+struct dirstack {
+	struct dirstack_level *lv;
+	size_t n, cap;
+	unsigned keep, nopen;  /* nopen: open fds above the bottom */
+	size_t low;            /* levels 1..low-1 are all closed */
+	unsigned moved;        /* times ".." was not the directory recorded */
+	int strict;
+	int (*before_close)(void *arg); /* may be NULL */
+	void *arg;
+};
+void dirstack_init(struct dirstack *s, unsigned keep, int strict);
+/* Closes every fd still held; s reusable after dirstack_init. */
+void dirstack_release(struct dirstack *s);
+/* Pushes directory fd (the stack owns it from now on, closed on failure
+ * too), named name in the current top (ignored for the bottom). On a
+ * before_close error the level is pushed all the same. */
+int dirstack_push(struct dirstack *s, int fd, const char *name) FERRY_WUR;
+/* The top level's fd (borrowed; valid until the next push or pop), -1 when
+ * the stack is empty or the top could not be reopened. */
+int dirstack_fd(const struct dirstack *s);
+/* Levels on the stack, bottom included. */
+size_t dirstack_depth(const struct dirstack *s);
+/* Makes sure the level below the top has its fd open (see above). On an
+ * error that level stays closed (dirstack_fd gives -1 once the top is
+ * popped). */
+int dirstack_open_parent(struct dirstack *s) FERRY_WUR;
+/* Closes the top level's fd and drops the level. */
+void dirstack_pop(struct dirstack *s);
+
 #include "banned.h"
 #endif

@@ -103,8 +103,21 @@ struct cdir {
 	struct cdir *prev, *next;     /* pending directories, freed on errors */
 };
 
+/* A directory being scanned by the walk (see walk()). */
+struct cframe {
+	struct cdir *d;      /* its node, pending (owned by the pending list) */
+	char **names;        /* its entries, sorted */
+	size_t n, i;         /* how many; the next to capture */
+	struct node_dir old; /* its previous version, if have_old */
+	int have_old;
+	size_t path_len;     /* of its path in cap.path */
+};
+
 struct cap {
 	struct cdir *pending;
+	struct cframe *frames;
+	size_t nframes, capframes;
+	struct dirstack dirs;
 	struct store_pool *p;
 	const struct store_ds *ds;
 	const struct store_capture_opts *o;
@@ -166,6 +179,9 @@ static int rd_node(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, str
 	return store_node_read(arg, hash, type, out);
 }
 
+/* A warning names at most this much of a path: its start and its end. */
+#define WARN_PATH_MAX 4096
+
 static void warn(struct cap *c, const char *msg, int unreadable)
 {
 	c->st->warnings++;
@@ -173,11 +189,22 @@ static void warn(struct cap *c, const char *msg, int unreadable)
 		c->st->unreadable++;
 		c->partial = 1;
 	}
-	if (c->o->warn) {
-		if (fbuf_putc(&c->path, 0) == 0)
-			c->path.len--;
-		c->o->warn(c->o->arg, c->path.len ? (const char *)c->path.data : ".", msg);
+	if (!c->o->warn)
+		return;
+	if (c->path.len > WARN_PATH_MAX) {
+		/* paths of deep trees outgrow PATH_MAX; a message need not */
+		char shown[WARN_PATH_MAX + 8];
+		size_t half = WARN_PATH_MAX / 2;
+		memcpy(shown, c->path.data, half);
+		memcpy(shown + half, "/.../", 5);
+		memcpy(shown + half + 5, c->path.data + c->path.len - half, half);
+		shown[2 * half + 5] = 0;
+		c->o->warn(c->o->arg, shown, msg);
+		return;
 	}
+	if (fbuf_putc(&c->path, 0) == 0)
+		c->path.len--;
+	c->o->warn(c->o->arg, c->path.len ? (const char *)c->path.data : ".", msg);
 }
 
 static void progress(struct cap *c, int force)
@@ -630,9 +657,6 @@ static const struct node_entry *old_find(const struct node_dir *old, const char 
 	return NULL;
 }
 
-static int capture_dir(struct cap *c, int dirfd, const struct node_dir *old, uint8_t *out_type,
-		       uint8_t *out_hash);
-
 /* Gives ce its own copy of the old entry's xattrs. */
 static int copy_xattrs(struct centry *ce, const struct node_entry *oe)
 {
@@ -890,16 +914,71 @@ out:
 		free(v);
 		return r;
 	}
-	if (cnt)
+	if (cnt) {
 		qsort(v, cnt, sizeof *v, name_cmp_qsort);
+		/* a deep walk holds one listing per level: no growth slack */
+		char **nv = realloc(v, cnt * sizeof *v);
+		if (nv)
+			v = nv;
+	}
 	*names = v;
 	*n = cnt;
 	return 0;
 }
 
-/* Captures entry name of dirfd into ce; returns 1 to skip it. */
-static int capture_entry(struct cap *c, int dirfd, const char *name, const struct node_dir *old,
-			 struct centry *ce)
+/* Records ce as an empty directory: a mount point (as tar --one-file-system
+ * does) or a directory deeper than NODE_TREE_DEPTH_MAX. */
+static int empty_dir(struct cap *c, struct centry *ce)
+{
+	struct node_dir_builder b;
+	int t, r;
+	node_dir_builder_init(&b, put_node, c);
+	r = node_dir_builder_finish(&b, &t, ce->e.child);
+	node_dir_builder_release(&b);
+	ce->e.child_type = (uint8_t)t;
+	return r;
+}
+
+/* A directory ce (at level, the root's entries being level 1) deeper than
+ * the limit: recorded empty, with a warning when it was not. */
+static int too_deep(struct cap *c, int dirfd, const char *name, struct centry *ce)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int r, fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		if ((r = read_xattrs(c, fd, NULL, ce)) < 0) {
+			close(fd);
+			return r;
+		}
+		if (list_dir(fd, &names, &n) < 0) {
+			ferry_err_clear();
+			n = 1; /* unreadable: it may hold anything */
+			names = NULL;
+		}
+		close(fd);
+	} else {
+		n = 1;
+	}
+	for (size_t i = 0; names && i < n; i++)
+		free(names[i]);
+	free(names);
+	if (n) {
+		char msg[160];
+		snprintf(msg, sizeof msg, "directory deeper than %d levels; recorded empty",
+			 NODE_TREE_DEPTH_MAX);
+		warn(c, msg, 1);
+	}
+	return empty_dir(c, ce);
+}
+
+/* Captures entry name of dirfd, at level (the root's entries are level 1),
+ * into ce. Returns 1 to skip it, 2 for a directory to descend into: *subfd
+ * is then its fd and *od its previous version (*have_od says if there is
+ * one), both the caller's. */
+static int capture_entry(struct cap *c, int dirfd, const char *name, size_t level,
+			 const struct node_dir *old, struct centry *ce, int *subfd,
+			 struct node_dir *od, int *have_od)
 {
 	struct stat sb;
 	char pp[64 + NAME_MAX];
@@ -931,16 +1010,10 @@ static int capture_entry(struct cap *c, int dirfd, const char *name, const struc
 		entry_from_stat(&ce->e, &sb);
 		ce->e.ftype = NODE_F_DIR;
 		c->st->dirs++;
-		if (sb.st_dev != c->dev && !c->o->cross_fs) {
-			/* a mount point: recorded empty, as tar --one-file-system does */
-			struct node_dir_builder b;
-			node_dir_builder_init(&b, put_node, c);
-			int t;
-			r = node_dir_builder_finish(&b, &t, ce->e.child);
-			node_dir_builder_release(&b);
-			ce->e.child_type = (uint8_t)t;
-			return r;
-		}
+		if (sb.st_dev != c->dev && !c->o->cross_fs)
+			return empty_dir(c, ce); /* a mount point */
+		if (level > NODE_TREE_DEPTH_MAX)
+			return too_deep(c, dirfd, name, ce);
 		int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0) {
 			char msg[160];
@@ -948,21 +1021,22 @@ static int capture_entry(struct cap *c, int dirfd, const char *name, const struc
 			warn(c, msg, errno != ENOENT);
 			return 1;
 		}
-		struct node_dir od;
-		const struct node_dir *odp = NULL;
-		memset(&od, 0, sizeof od);
+		*have_od = 0;
 		if (oe && oe->ftype == NODE_F_DIR) {
-			if ((r = node_dir_load(rd_node, c->rd, oe->child_type, oe->child, &od)) < 0) {
+			if ((r = node_dir_load(rd_node, c->rd, oe->child_type, oe->child, od)) < 0) {
 				close(fd);
 				return r;
 			}
-			odp = &od;
+			*have_od = 1;
 		}
-		if ((r = read_xattrs(c, fd, NULL, ce)) == 0)
-			r = capture_dir(c, fd, odp, &ce->e.child_type, ce->e.child);
-		node_dir_release(&od);
-		close(fd);
-		return r;
+		if ((r = read_xattrs(c, fd, NULL, ce)) < 0) {
+			node_dir_release(od);
+			*have_od = 0;
+			close(fd);
+			return r;
+		}
+		*subfd = fd;
+		return 2;
 	}
 	case S_IFLNK: {
 		char buf[NODE_TARGET_MAX + 2];
@@ -1040,15 +1114,50 @@ static int dir_finish(struct cap *c, struct cdir *d)
 	return r;
 }
 
-/* Scans directory dirfd into a pending directory whose node lands in
- * *out_type / out_hash once its files are done (see dir_finish). */
-static int capture_dir(struct cap *c, int dirfd, const struct node_dir *old, uint8_t *out_type,
-		       uint8_t *out_hash)
+/* ---- the walk ------------------------------------------------------------------------
+ * Iterative, so a tree of any depth costs heap, not stack: one frame per
+ * directory being scanned (its sorted names, its previous version, its
+ * pending node), and its fd on c->dirs, which keeps only the deepest
+ * few open. */
+
+/* Directory fds kept open besides the root's. */
+#define CAP_OPEN_DIRS 16
+
+static void frame_release(struct cframe *f)
 {
-	char **names = NULL;
-	size_t n = 0;
-	struct cdir *d = calloc(1, sizeof *d);
+	for (size_t i = 0; i < f->n; i++)
+		free(f->names[i]);
+	free(f->names);
+	f->names = NULL;
+	f->n = f->i = 0;
+	node_dir_release(&f->old);
+}
+
+/* Descends into directory fd (named name in the current top; the stack
+ * takes fd), whose previous version *od (if have_od) the frame takes: its
+ * node lands in *out_type / out_hash once its files are done. */
+static int frame_push(struct cap *c, int fd, const char *name, struct node_dir *od, int have_od,
+		      uint8_t *out_type, uint8_t *out_hash)
+{
+	struct cframe *f;
 	int r;
+	if ((r = VEC_GROW(c->frames, c->capframes, c->nframes, 64, "capturing a tree")) < 0) {
+		close(fd);
+		if (have_od)
+			node_dir_release(od);
+		return r;
+	}
+	f = &c->frames[c->nframes++];
+	memset(f, 0, sizeof *f);
+	if (have_od) {
+		f->old = *od;
+		f->have_old = 1;
+		memset(od, 0, sizeof *od);
+	}
+	f->path_len = c->path.len;
+	if ((r = dirstack_push(&c->dirs, fd, name)) < 0)
+		return r; /* the frame is released with the others */
+	struct cdir *d = calloc(1, sizeof *d);
 	if (!d)
 		return ferry_err(FERR_NOMEM, "capturing a directory");
 	d->out_type = out_type;
@@ -1057,48 +1166,114 @@ static int capture_dir(struct cap *c, int dirfd, const struct node_dir *old, uin
 	if (c->pending)
 		c->pending->prev = d;
 	c->pending = d;
-	if ((r = list_dir(dirfd, &names, &n)) < 0) {
+	f->d = d;
+	if ((r = list_dir(dirstack_fd(&c->dirs), &f->names, &f->n)) < 0) {
 		char msg[300];
 		snprintf(msg, sizeof msg, "%s; recorded empty", ferry_errmsg(r));
 		ferry_err_clear();
 		warn(c, msg, 1);
-		r = 0;
-		n = 0;
+		f->names = NULL;
+		f->n = 0;
 	}
-	if (n && !(d->ents = calloc(n, sizeof *d->ents))) {
-		r = ferry_err(FERR_NOMEM, "capturing a directory");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		size_t saved = c->path.len;
-		if ((c->path.len && (r = fbuf_putc(&c->path, '/')) < 0) ||
-		    (r = fbuf_append(&c->path, names[i], strlen(names[i]))) < 0)
-			goto out;
-		r = capture_entry(c, dirfd, names[i], old, &d->ents[d->n]);
-		c->path.len = saved;
-		if (r < 0)
-			goto out;
-		if (r == 1) {
-			centry_release(&d->ents[d->n]);
-			r = 0;
-			continue;
-		}
-		d->n++;
-	}
-	/* the node is built in order, after the blocks of its files */
+	if (f->n && !(d->ents = calloc(f->n, sizeof *d->ents)))
+		return ferry_err(FERR_NOMEM, "capturing a directory");
+	return 0;
+}
+
+/* Leaves the top directory: its node is queued (built in order, after the
+ * blocks of its files) and the walk goes back to its parent. */
+static int frame_pop(struct cap *c)
+{
+	struct cframe *f = &c->frames[c->nframes - 1];
 	struct job *j;
+	int r;
 	if ((r = cur_job(c, 0, &j)) < 0)
-		goto out;
+		return r;
 	struct item *it = &j->items[j->n++];
 	memset(it, 0, sizeof *it);
 	it->kind = JOB_DIR_END;
-	it->d = d;
-out:
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	/* on errors d stays on the pending list; store_capture frees it */
-	return r;
+	it->d = f->d;
+	f->d = NULL;
+	frame_release(f);
+	c->nframes--;
+	if (c->nframes) {
+		struct cframe *pf = &c->frames[c->nframes - 1];
+		unsigned moved = c->dirs.moved;
+		if ((r = dirstack_open_parent(&c->dirs)) == 0 && c->dirs.moved != moved) {
+			/* found again where it was: what was read of the
+			 * directory left is consistent, but it is elsewhere now */
+			c->path.len = f->path_len;
+			warn(c, "directory moved while being read", 0);
+		} else if (r < 0) {
+			if (r == -FERR_NOMEM)
+				return r;
+			/* the tree moved under the walk: what it still holds
+			 * of the parent cannot be reached safely */
+			char msg[400];
+			size_t left = pf->n - pf->i;
+			if (left)
+				snprintf(msg, sizeof msg, "%s; %zu entries skipped", ferry_errmsg(r),
+					 left);
+			else
+				snprintf(msg, sizeof msg, "%s", ferry_errmsg(r));
+			ferry_err_clear();
+			c->path.len = pf->path_len;
+			warn(c, msg, left != 0);
+			pf->i = pf->n;
+		}
+		c->path.len = pf->path_len;
+	}
+	dirstack_pop(&c->dirs);
+	return 0;
+}
+
+/* Captures the tree below rootfd (the stack takes it) into *out_type /
+ * out_hash; old is the previous version of the root directory. */
+static int walk(struct cap *c, int rootfd, struct node_dir *old, int have_old,
+		uint8_t *out_type, uint8_t *out_hash)
+{
+	int r;
+	if ((r = frame_push(c, rootfd, NULL, old, have_old, out_type, out_hash)) < 0)
+		return r;
+	while (c->nframes) {
+		struct cframe *f = &c->frames[c->nframes - 1];
+		if (f->i == f->n) {
+			if ((r = frame_pop(c)) < 0)
+				return r;
+			continue;
+		}
+		const char *name = f->names[f->i++];
+		struct cdir *d = f->d;
+		struct centry *ce = &d->ents[d->n];
+		struct node_dir od;
+		int subfd = -1, have_od = 0;
+		memset(&od, 0, sizeof od);
+		c->path.len = f->path_len;
+		if ((c->path.len && (r = fbuf_putc(&c->path, '/')) < 0) ||
+		    (r = fbuf_append(&c->path, name, strlen(name))) < 0)
+			return r;
+		r = capture_entry(c, dirstack_fd(&c->dirs), name, c->nframes,
+				  f->have_old ? &f->old : NULL, ce, &subfd, &od, &have_od);
+		if (r < 0) {
+			centry_release(ce); /* not counted in d->n: cdir_free skips it */
+			return r;
+		}
+		if (r == 1) {
+			centry_release(ce);
+			c->path.len = f->path_len;
+			continue;
+		}
+		d->n++;
+		if (r == 2) {
+			/* f may move: the frames array grows */
+			if ((r = frame_push(c, subfd, name, &od, have_od, &ce->e.child_type,
+					    ce->e.child)) < 0)
+				return r;
+			continue;
+		}
+		c->path.len = f->path_len;
+	}
+	return 0;
 }
 
 /* ---- entry points --------------------------------------------------------------------- */
@@ -1159,8 +1334,9 @@ static int capture_tree(struct cap *c, const char *from, uint8_t *root)
 	ce.e.ftype = NODE_F_DIR;
 	if ((r = read_xattrs(c, fd, NULL, &ce)) < 0)
 		goto out;
-	if ((r = capture_dir(c, fd, have ? &od : NULL, &ce.e.child_type, ce.e.child)) < 0 ||
-	    (r = drain(c)) < 0)
+	r = walk(c, fd, &od, have, &ce.e.child_type, ce.e.child);
+	fd = -1; /* the walk's stack took it */
+	if (r < 0 || (r = drain(c)) < 0)
 		goto out;
 	if ((r = node_root_encode(&rb, NODE_ROOT_FILESYSTEM, &ce.e)) < 0)
 		goto out;
@@ -1287,7 +1463,9 @@ int store_capture(struct store_pool *p, const struct store_ds *ds, const char *n
 	c.ds = ds;
 	c.o = o;
 	c.st = st;
-	fbuf_init(&c.path, 1 << 20);
+	/* the walk goes NODE_TREE_DEPTH_MAX + 1 levels down at most */
+	fbuf_init(&c.path, (size_t)(NODE_TREE_DEPTH_MAX + 2) * (NODE_NAME_MAX + 1));
+	dirstack_init(&c.dirs, CAP_OPEN_DIRS, 0);
 	snprintf(full, sizeof full, "%s@%s", ds->name, name);
 	if ((r = store_name_check(full, STORE_NAME_SNAPSHOT)) < 0)
 		return r;
@@ -1363,6 +1541,10 @@ out:
 		job_put(&c, c.cur);
 	while (c.pending)
 		cdir_free(&c, c.pending);
+	for (size_t i = 0; i < c.nframes; i++)
+		frame_release(&c.frames[i]);
+	free(c.frames);
+	dirstack_release(&c.dirs);
 	while (c.free_jobs) {
 		struct job *j = c.free_jobs;
 		c.free_jobs = j->next;

@@ -4,8 +4,12 @@
  * Members arrive in archive order, directories maybe after their contents
  * or not at all, so the tree is assembled in memory (names and attributes;
  * file data goes straight to blocks) and the directory nodes are built
- * bottom-up at the end. Member names are hostile input: absolute names are
- * made relative, "." components dropped, and names with ".." refused. */
+ * bottom-up at the end, iteratively (trees of any depth cost heap, not
+ * stack). A node holds its own name and its parent, never its whole path,
+ * so a deep tree costs memory in proportion to its entries, not to the sum
+ * of its path lengths. Member names are hostile input: absolute names are
+ * made relative, "." components dropped, names with ".." refused, and a
+ * member more than NODE_TREE_DEPTH_MAX directories down skipped (warned). */
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
@@ -23,15 +27,15 @@ int capture_archive(struct store_pool *p, struct store_writer *w, struct store_c
 		    uint8_t root[FERRY_HASH_LEN]);
 
 struct anode {
-	char *name;
-	char *path;
+	char *name;            /* "" for the root */
+	struct anode *parent;  /* NULL for the root */
 	struct node_entry e;
 	char *target;
 	uint8_t *xabuf;
 	struct node_xattr *xa;
 	struct anode **kids;
 	size_t nkids, capkids;
-	struct anode *hnext;
+	struct anode *hnext;   /* in actx.tab, keyed by (parent, name) */
 };
 
 struct actx {
@@ -47,13 +51,26 @@ struct actx {
 	uint8_t *rec, *scratch;
 	uint64_t next_link;
 	int partial;
+	/* get_node's memory of the last path it resolved: the node at the end
+	 * of each component and where it ends in last, so a member in the
+	 * directory of the one before (archives come in tree order) costs a
+	 * memcmp, not a walk of its whole path */
+	char *last;
+	size_t last_len, last_cap;
+	struct anode **chain;
+	size_t *chain_end;
+	size_t nchain, capchain, capchain_end;
 };
 
-static uint64_t fnv(const char *s)
+/* A member name is at most this long: NODE_TREE_DEPTH_MAX + 1 directories
+ * of the longest names, and the entry. */
+#define MEMBER_NAME_MAX ((size_t)(NODE_TREE_DEPTH_MAX + 2) * (NODE_NAME_MAX + 1))
+
+static uint64_t key_hash(const struct anode *parent, const char *s, size_t n)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 1099511628211ull;
+	uint64_t h = 1469598103934665603ull ^ ((uint64_t)(uintptr_t)parent * 0x9E3779B97F4A7C15ull);
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
 	return h;
 }
 
@@ -63,6 +80,9 @@ static int put_node(void *arg, int type, const uint8_t *data, size_t len, uint8_
 	return store_writer_put_node(c->w, type, data, len, hash);
 }
 
+/* A warning names at most this much of a path: its start and its end. */
+#define WARN_PATH_MAX 4096
+
 static void awarn(struct actx *c, const char *path, const char *msg, int partial)
 {
 	c->st->warnings++;
@@ -70,19 +90,32 @@ static void awarn(struct actx *c, const char *path, const char *msg, int partial
 		c->st->unreadable++;
 		c->partial = 1;
 	}
-	if (c->warn)
-		c->warn(c->arg, path, msg);
+	if (!c->warn)
+		return;
+	size_t n = strlen(path);
+	if (n > WARN_PATH_MAX) {
+		char shown[WARN_PATH_MAX + 8];
+		size_t half = WARN_PATH_MAX / 2;
+		memcpy(shown, path, half);
+		memcpy(shown + half, "/.../", 5);
+		memcpy(shown + half + 5, path + n - half, half);
+		shown[2 * half + 5] = 0;
+		c->warn(c->arg, shown, msg);
+		return;
+	}
+	c->warn(c->arg, path, msg);
 }
 
-static struct anode *lookup(struct actx *c, const char *path)
+/* The child name (n bytes) of parent, or NULL. */
+static struct anode *kid_find(struct actx *c, const struct anode *parent, const char *name,
+			      size_t n)
 {
-	if (!*path)
-		return &c->root;
 	if (!c->tabsize)
 		return NULL;
-	for (struct anode *n = c->tab[fnv(path) & (c->tabsize - 1)]; n; n = n->hnext)
-		if (!strcmp(n->path, path))
-			return n;
+	for (struct anode *x = c->tab[key_hash(parent, name, n) & (c->tabsize - 1)]; x;
+	     x = x->hnext)
+		if (x->parent == parent && !strncmp(x->name, name, n) && !x->name[n])
+			return x;
 	return NULL;
 }
 
@@ -96,7 +129,7 @@ static int tab_insert(struct actx *c, struct anode *n)
 		for (size_t i = 0; i < c->tabsize; i++)
 			for (struct anode *x = c->tab[i], *nx; x; x = nx) {
 				nx = x->hnext;
-				size_t h = fnv(x->path) & (ns - 1);
+				size_t h = key_hash(x->parent, x->name, strlen(x->name)) & (ns - 1);
 				x->hnext = nt[h];
 				nt[h] = x;
 			}
@@ -104,7 +137,7 @@ static int tab_insert(struct actx *c, struct anode *n)
 		c->tab = nt;
 		c->tabsize = ns;
 	}
-	size_t h = fnv(n->path) & (c->tabsize - 1);
+	size_t h = key_hash(n->parent, n->name, strlen(n->name)) & (c->tabsize - 1);
 	n->hnext = c->tab[h];
 	c->tab[h] = n;
 	c->count++;
@@ -125,47 +158,97 @@ static int add_kid(struct anode *parent, struct anode *k)
 	return 0;
 }
 
-/* Finds or creates the node for path (normalized); missing parents become
- * directories with default attributes. */
-static int get_node(struct actx *c, const char *path, struct anode **out)
+/* Remembers that the component of the last path ending at end is n. */
+static int chain_add(struct actx *c, struct anode *n, size_t end)
 {
-	struct anode *n = lookup(c, path);
 	int r;
-	if (n) {
-		*out = n;
-		return 0;
-	}
-	const char *slash = strrchr(path, '/');
-	char *ppath = strndup(path, slash ? (size_t)(slash - path) : 0);
-	if (!ppath)
-		return ferry_err(FERR_NOMEM, "capturing an archive");
-	struct anode *parent;
-	r = get_node(c, ppath, &parent);
-	free(ppath);
-	if (r < 0)
+	if ((r = VEC_GROW(c->chain, c->capchain, c->nchain, 64, "capturing an archive")) < 0 ||
+	    (r = VEC_GROW(c->chain_end, c->capchain_end, c->nchain, 64, "capturing an archive")) < 0)
 		return r;
-	if (parent->e.ftype != NODE_F_DIR)
-		return ferry_err(FERR_CORRUPT, "archive has '%s' under a non-directory", path);
-	if (!(n = calloc(1, sizeof *n)) || !(n->path = strdup(path))) {
-		free(n);
-		return ferry_err(FERR_NOMEM, "capturing an archive");
-	}
-	n->name = strrchr(n->path, '/') ? strrchr(n->path, '/') + 1 : n->path;
-	n->e.ftype = NODE_F_DIR;
-	n->e.mode = 0755;
-	if ((r = tab_insert(c, n)) < 0 || (r = add_kid(parent, n)) < 0) {
-		free(n->path);
-		free(n);
-		return r;
-	}
-	*out = n;
+	c->chain[c->nchain] = n;
+	c->chain_end[c->nchain++] = end;
 	return 0;
 }
 
-/* Normalizes a member name into out; 0 ok, 1 to skip (warned). */
-static int normalize(const char *in, char *out, size_t n)
+/* Finds the node for path (normalized: no empty, "." or ".." component),
+ * or with create makes it and its missing parents, as directories with
+ * default attributes. Without create, *out is NULL when it is missing.
+ * -FERR_CORRUPT when a component is not a directory. */
+static int get_node(struct actx *c, const char *path, int create, struct anode **out)
 {
-	size_t o = 0;
+	size_t plen = strlen(path), same = 0, k = 0;
+	int r;
+	/* the components path shares with the last one are known */
+	while (same < plen && same < c->last_len && path[same] == c->last[same])
+		same++;
+	for (size_t lo = 0, hi = c->nchain; lo < hi;) {
+		size_t mid = (lo + hi) / 2, e = c->chain_end[mid];
+		if (e < same || (e == same && (path[e] == '/' || !path[e]))) {
+			k = mid + 1;
+			lo = mid + 1;
+		} else {
+			hi = mid;
+		}
+	}
+	c->nchain = k;
+	c->last_len = k ? c->chain_end[k - 1] : 0;
+	if (plen + 1 > c->last_cap) {
+		char *nl = realloc(c->last, plen + 1);
+		if (!nl)
+			return ferry_err(FERR_NOMEM, "capturing an archive");
+		c->last = nl;
+		c->last_cap = plen + 1;
+	}
+	struct anode *cur = k ? c->chain[k - 1] : &c->root;
+	const char *s = path + c->last_len;
+	if (*s == '/')
+		s++;
+	while (*s) {
+		size_t len = strcspn(s, "/");
+		if (cur->e.ftype != NODE_F_DIR)
+			return ferry_err(FERR_CORRUPT, "archive has '%.200s' under a non-directory", path);
+		struct anode *n = kid_find(c, cur, s, len);
+		if (!n) {
+			if (!create) {
+				*out = NULL;
+				return 0;
+			}
+			if (!(n = calloc(1, sizeof *n)) || !(n->name = strndup(s, len))) {
+				free(n);
+				return ferry_err(FERR_NOMEM, "capturing an archive");
+			}
+			n->parent = cur;
+			n->e.ftype = NODE_F_DIR;
+			n->e.mode = 0755;
+			if ((r = tab_insert(c, n)) < 0) {
+				free(n->name);
+				free(n);
+				return r;
+			}
+			/* in the table now: freed with it */
+			if ((r = add_kid(cur, n)) < 0)
+				return r;
+		}
+		size_t end = (size_t)(s - path) + len;
+		if ((r = chain_add(c, n, end)) < 0)
+			return r;
+		memcpy(c->last + c->last_len, path + c->last_len, end - c->last_len);
+		c->last_len = end;
+		cur = n;
+		s += len;
+		if (*s == '/')
+			s++;
+	}
+	*out = cur;
+	return 0;
+}
+
+/* Normalizes a member name into out (which holds at least strlen(in) + 1
+ * bytes) and gives its number of components in *levels; 0 ok, 1 to skip
+ * (unsafe or overlong). */
+static int normalize(const char *in, char *out, size_t *levels)
+{
+	size_t o = 0, k = 0;
 	const char *s = in;
 	while (*s) {
 		while (*s == '/')
@@ -179,15 +262,17 @@ static int normalize(const char *in, char *out, size_t n)
 		}
 		if (len == 2 && s[0] == '.' && s[1] == '.')
 			return 1;
-		if (len > NODE_NAME_MAX || o + len + 2 > n)
+		if (len > NODE_NAME_MAX)
 			return 1;
 		if (o)
 			out[o++] = '/';
 		memcpy(out + o, s, len);
 		o += len;
 		s += len;
+		k++;
 	}
 	out[o] = 0;
+	*levels = k;
 	return 0;
 }
 
@@ -209,7 +294,8 @@ static int put_record(struct actx *c, struct node_bl_builder *bl, size_t len)
 }
 
 /* Reads the current member's data into a blocklist for n. */
-static int read_member(struct actx *c, struct archive *a, struct anode *n, int64_t declared)
+static int read_member(struct actx *c, struct archive *a, struct anode *n, const char *path,
+		       int64_t declared)
 {
 	struct node_bl_builder bl;
 	const void *buf;
@@ -224,12 +310,12 @@ static int read_member(struct actx *c, struct archive *a, struct anode *n, int64
 		if (ar == ARCHIVE_EOF)
 			break;
 		if (ar < ARCHIVE_WARN) {
-			r = ferry_err(FERR_CORRUPT, "reading '%s' from the archive: %s", n->path,
+			r = ferry_err(FERR_CORRUPT, "reading '%.200s' from the archive: %s", path,
 				      archive_error_string(a));
 			goto out;
 		}
 		if (off < 0 || (uint64_t)off < end) {
-			r = ferry_err(FERR_CORRUPT, "archive member '%s' goes backwards", n->path);
+			r = ferry_err(FERR_CORRUPT, "archive member '%.200s' goes backwards", path);
 			goto out;
 		}
 		const uint8_t *p = buf;
@@ -366,15 +452,11 @@ static int kid_cmp(const void *a, const void *b)
 	return strcmp((*(struct anode *const *)a)->name, (*(struct anode *const *)b)->name);
 }
 
-static int build_dir(struct actx *c, struct anode *d)
+/* The node of directory d, whose subdirectories' nodes are built. */
+static int dir_node(struct actx *c, struct anode *d)
 {
 	struct node_dir_builder b;
 	int r = 0, t;
-	if (d->nkids)
-		qsort(d->kids, d->nkids, sizeof *d->kids, kid_cmp);
-	for (size_t i = 0; i < d->nkids; i++)
-		if (d->kids[i]->e.ftype == NODE_F_DIR && (r = build_dir(c, d->kids[i])) < 0)
-			return r;
 	node_dir_builder_init(&b, put_node, c);
 	for (size_t i = 0; i < d->nkids; i++) {
 		struct anode *k = d->kids[i];
@@ -390,12 +472,48 @@ out:
 	return r;
 }
 
+/* Builds the directory nodes bottom-up: a depth-first walk with a stack of
+ * (directory, next child), children before their parent. */
+static int build_tree(struct actx *c)
+{
+	struct bframe {
+		struct anode *d;
+		size_t i;
+	} *st = NULL;
+	size_t n = 0, cap = 0;
+	int r = 0;
+	if ((r = VEC_GROW(st, cap, n, 64, "capturing an archive")) < 0)
+		return r;
+	st[n++] = (struct bframe){&c->root, 0};
+	if (c->root.nkids)
+		qsort(c->root.kids, c->root.nkids, sizeof *c->root.kids, kid_cmp);
+	while (n) {
+		struct bframe *f = &st[n - 1];
+		if (f->i < f->d->nkids) {
+			struct anode *k = f->d->kids[f->i++];
+			if (k->e.ftype != NODE_F_DIR)
+				continue;
+			if ((r = VEC_GROW(st, cap, n, 64, "capturing an archive")) < 0)
+				break;
+			if (k->nkids)
+				qsort(k->kids, k->nkids, sizeof *k->kids, kid_cmp);
+			st[n++] = (struct bframe){k, 0};
+			continue;
+		}
+		if ((r = dir_node(c, f->d)) < 0)
+			break;
+		n--;
+	}
+	free(st);
+	return r;
+}
+
 static void free_tree(struct actx *c)
 {
 	for (size_t i = 0; i < c->tabsize; i++)
 		for (struct anode *x = c->tab[i], *nx; x; x = nx) {
 			nx = x->hnext;
-			free(x->path);
+			free(x->name);
 			free(x->target);
 			free(x->xa);
 			free(x->xabuf);
@@ -408,6 +526,23 @@ static void free_tree(struct actx *c)
 	free(c->root.xabuf);
 }
 
+/* Makes *buf (of *cap bytes) hold a normalized copy of name: 1 when name
+ * is longer than any member can be. */
+static int name_buf(char **buf, size_t *cap, const char *name)
+{
+	size_t n = strlen(name);
+	if (n > MEMBER_NAME_MAX)
+		return 1;
+	if (n + 1 > *cap) {
+		char *nb = realloc(*buf, n + 1);
+		if (!nb)
+			return ferry_err(FERR_NOMEM, "capturing an archive");
+		*buf = nb;
+		*cap = n + 1;
+	}
+	return 0;
+}
+
 int capture_archive(struct store_pool *p, struct store_writer *w, struct store_capture_stats *st,
 		    const char *from, struct codec_spec policy, uint32_t rs, unsigned threads,
 		    void (*warnfn)(void *, const char *, const char *), void *arg,
@@ -418,7 +553,8 @@ int capture_archive(struct store_pool *p, struct store_writer *w, struct store_c
 	struct archive_entry *ae;
 	struct fbuf rb;
 	struct stat sb;
-	char path[8192];
+	char *path = NULL, *tp = NULL;
+	size_t pathcap = 0, tpcap = 0, levels;
 	int r = 0;
 	memset(&c, 0, sizeof c);
 	c.w = w;
@@ -458,8 +594,20 @@ int capture_archive(struct store_pool *p, struct store_writer *w, struct store_c
 			goto out;
 		}
 		const char *raw = archive_entry_pathname(ae);
-		if (!raw || normalize(raw, path, sizeof path)) {
+		if (raw && (r = name_buf(&path, &pathcap, raw)) < 0)
+			goto out;
+		if (!raw || r == 1 || normalize(raw, path, &levels)) {
 			awarn(&c, raw ? raw : "?", "unsafe or overlong member name; skipped", 1);
+			r = 0;
+			continue;
+		}
+		if (levels > (size_t)NODE_TREE_DEPTH_MAX + 1) {
+			/* as a tree's capture records a directory deeper than
+			 * that empty: nothing below it */
+			char msg[128];
+			snprintf(msg, sizeof msg, "member deeper than %d directory levels; skipped",
+				 NODE_TREE_DEPTH_MAX);
+			awarn(&c, path, msg, 1);
 			continue;
 		}
 		mode_t ft = archive_entry_filetype(ae);
@@ -472,12 +620,19 @@ int capture_archive(struct store_pool *p, struct store_writer *w, struct store_c
 			}
 			continue;
 		}
-		struct anode *n = lookup(&c, path);
+		struct anode *n;
+		if ((r = get_node(&c, path, 0, &n)) < 0) {
+			if (r != -FERR_CORRUPT)
+				goto out;
+			ferry_err_clear(); /* said again just below */
+			r = 0;
+			n = NULL;
+		}
 		if (n && (n->e.ftype == NODE_F_DIR) != (ft == AE_IFDIR)) {
 			awarn(&c, path, "member replaces an entry of another type; skipped", 1);
 			continue;
 		}
-		if ((r = get_node(&c, path, &n)) < 0) {
+		if ((r = get_node(&c, path, 1, &n)) < 0) {
 			if (r == -FERR_CORRUPT) {
 				awarn(&c, path, ferry_errmsg(r), 1);
 				ferry_err_clear();
@@ -490,10 +645,16 @@ int capture_archive(struct store_pool *p, struct store_writer *w, struct store_c
 		if ((r = read_xattrs(n, ae)) < 0)
 			goto out;
 		if (hl) {
-			char tp[8192];
-			struct anode *t;
-			if (normalize(hl, tp, sizeof tp) || !(t = lookup(&c, tp)) ||
-			    t->e.ftype != NODE_F_REG) {
+			struct anode *t = NULL;
+			size_t tl;
+			if ((r = name_buf(&tp, &tpcap, hl)) < 0)
+				goto out;
+			if (r == 0 && !normalize(hl, tp, &tl) && get_node(&c, tp, 0, &t) < 0) {
+				ferry_err_clear();
+				t = NULL;
+			}
+			r = 0;
+			if (!t || t->e.ftype != NODE_F_REG) {
 				awarn(&c, path, "hardlink to a missing file; skipped", 1);
 				n->e.ftype = NODE_F_REG;
 				n->e.size = 0;
@@ -520,8 +681,8 @@ int capture_archive(struct store_pool *p, struct store_writer *w, struct store_c
 			break;
 		case AE_IFREG:
 			n->e.ftype = NODE_F_REG;
-			if ((r = read_member(&c, a, n, archive_entry_size_is_set(ae)
-							       ? archive_entry_size(ae) : -1)) < 0)
+			if ((r = read_member(&c, a, n, path, archive_entry_size_is_set(ae)
+								     ? archive_entry_size(ae) : -1)) < 0)
 				goto out;
 			if (!n->e.size)
 				n->e.child_type = 0;
@@ -560,7 +721,7 @@ int capture_archive(struct store_pool *p, struct store_writer *w, struct store_c
 			n->e.ftype = NODE_F_REG;
 		}
 	}
-	if ((r = build_dir(&c, &c.root)) < 0)
+	if ((r = build_tree(&c)) < 0)
 		goto out;
 	if ((r = node_root_encode(&rb, NODE_ROOT_FILESYSTEM, &c.root.e)) < 0)
 		goto out;
@@ -572,6 +733,11 @@ out:
 	if (a)
 		archive_read_free(a);
 	free_tree(&c);
+	free(c.last);
+	free(c.chain);
+	free(c.chain_end);
+	free(path);
+	free(tp);
 	free(c.rec);
 	free(c.scratch);
 	fbuf_release(&rb);

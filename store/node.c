@@ -390,8 +390,15 @@ int node_dir_load(node_read_fn rdfn, void *arg, int type, const uint8_t hash[FER
 out:
 	fbuf_release(&b);
 	fbuf_release(&ib);
-	if (r < 0)
+	if (r < 0) {
 		node_dir_release(d);
+	} else if (caps.ents > d->n && d->n) {
+		/* give back the growth slack (16 entries at least): a walk of a
+		 * deep tree holds one loaded directory per level */
+		struct node_entry *ne = realloc(d->ents, d->n * sizeof *d->ents);
+		if (ne)
+			d->ents = ne;
+	}
 	return r;
 }
 

@@ -5,7 +5,9 @@
  * a directory fd this restore opened with O_NOFOLLOW, so nothing is written
  * outside the target whatever the snapshot holds. Directory attributes
  * (mode, mtime) are set after their children; owners only when running as
- * root; holes and all-zero blocks are skipped so sparse files stay sparse. */
+ * root (and not told otherwise: the STORE_RESTORE_NO_* options shape what
+ * an untrusted snapshot can make); holes and all-zero blocks are skipped so
+ * sparse files stay sparse. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +33,7 @@ struct rlink {
 };
 
 struct rjob;
+struct rframe;
 
 struct rst {
 	struct workq *q;
@@ -54,6 +57,9 @@ struct rst {
 	size_t nlinks, caplinks;
 	int *found;
 	int partial;
+	struct rframe *frames;
+	size_t nframes, capframes;
+	struct dirstack dirs;
 };
 
 static int rd_node(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, struct fbuf *out)
@@ -61,16 +67,62 @@ static int rd_node(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, str
 	return store_node_read(arg, hash, type, out);
 }
 
-static void rwarn(struct rst *r, const char *what, int e)
+/* Path p (n bytes) for a message, in out (max bytes): whole, or its start
+ * and its end when longer (paths of deep trees outgrow PATH_MAX). */
+static void shorten(const char *p, size_t n, char *out, size_t max)
+{
+	if (!n) {
+		snprintf(out, max, ".");
+	} else if (n < max) {
+		memcpy(out, p, n);
+		out[n] = 0;
+	} else {
+		size_t half = (max - 6) / 2;
+		memcpy(out, p, half);
+		memcpy(out + half, "/.../", 5);
+		memcpy(out + half + 5, p + n - half, half);
+		out[2 * half + 5] = 0;
+	}
+}
+
+static void shown_path(struct rst *r, char *out, size_t max)
+{
+	shorten((const char *)r->path.data, r->path.len, out, max);
+}
+
+#define WARN_PATH_MAX 4096
+
+/* A warning about path (NULL: the walk's current path). */
+static void rwarn_path(struct rst *r, const char *path, const char *what, int e)
 {
 	char msg[256];
 	snprintf(msg, sizeof msg, "%s: %s", what, strerror(e));
 	r->st->warnings++;
 	r->partial = 1;
 	if (r->o->warn) {
-		if (fbuf_putc(&r->path, 0) == 0)
-			r->path.len--;
-		r->o->warn(r->o->arg, r->path.len ? (const char *)r->path.data : ".", msg);
+		char shown[WARN_PATH_MAX];
+		if (path)
+			shorten(path, strlen(path), shown, sizeof shown);
+		else
+			shown_path(r, shown, sizeof shown);
+		r->o->warn(r->o->arg, shown, msg);
+	}
+}
+
+static void rwarn(struct rst *r, const char *what, int e)
+{
+	rwarn_path(r, NULL, what, e);
+}
+
+/* A warning with no errno about the walk's current path. */
+static void rwarn_msg(struct rst *r, const char *msg)
+{
+	r->st->warnings++;
+	r->partial = 1;
+	if (r->o->warn) {
+		char shown[WARN_PATH_MAX];
+		shown_path(r, shown, sizeof shown);
+		r->o->warn(r->o->arg, shown, msg);
 	}
 }
 
@@ -129,6 +181,18 @@ static void note(struct rst *r, struct jwarn *jw, const char *what, int e)
 	}
 }
 
+/* The mode e gets on disk: --no-setuid clears the set-id bits,
+ * --no-same-permissions applies the umask. */
+static mode_t mode_of(const struct rst *r, const struct node_entry *e)
+{
+	mode_t m = e->mode;
+	if (r->o->untrusted & STORE_RESTORE_NO_SETUID)
+		m &= ~(mode_t)(S_ISUID | S_ISGID);
+	if (r->o->untrusted & STORE_RESTORE_NO_SAME_PERMISSIONS)
+		m &= ~(r->o->umask & 0777);
+	return m;
+}
+
 static void set_xattrs(struct rst *r, struct jwarn *jw, int fd, int dirfd, const char *name,
 		       const struct node_entry *e)
 {
@@ -140,6 +204,9 @@ static void set_xattrs(struct rst *r, struct jwarn *jw, int fd, int dirfd, const
 		const struct node_xattr *x = &e->xattrs[i];
 		memcpy(nm, x->name, x->name_len);
 		nm[x->name_len] = 0;
+		/* file capabilities give privileges as setuid does */
+		if ((r->o->untrusted & STORE_RESTORE_NO_SETUID) && !strcmp(nm, "security.capability"))
+			continue;
 		int rc = fd >= 0 ? fsetxattr(fd, nm, x->value, x->value_len, 0)
 				 : lsetxattr(pp, nm, x->value, x->value_len, 0);
 		if (rc != 0 && !(errno == EPERM && !r->owners && !strncmp(nm, "trusted.", 8)))
@@ -156,7 +223,7 @@ static void set_attrs_jw(struct rst *r, struct jwarn *jw, int fd, const struct n
 	if (r->owners && !owned && fchown(fd, e->uid, e->gid) != 0)
 		note(r, jw, "cannot set owner", errno);
 	set_xattrs(r, jw, fd, -1, NULL, e);
-	if (fchmod(fd, e->mode) != 0)
+	if (fchmod(fd, mode_of(r, e)) != 0)
 		note(r, jw, "cannot set mode", errno);
 	ts[0].tv_sec = e->mtime_sec;
 	ts[0].tv_nsec = e->mtime_nsec;
@@ -176,7 +243,7 @@ static void set_attrs_at(struct rst *r, int dirfd, const char *name, const struc
 	if (r->owners && fchownat(dirfd, name, e->uid, e->gid, AT_SYMLINK_NOFOLLOW) != 0)
 		rwarn(r, "cannot set owner", errno);
 	set_xattrs(r, NULL, -1, dirfd, name, e);
-	if (e->ftype != NODE_F_SYMLINK && fchmodat(dirfd, name, e->mode, 0) != 0)
+	if (e->ftype != NODE_F_SYMLINK && fchmodat(dirfd, name, mode_of(r, e), 0) != 0)
 		rwarn(r, "cannot set mode", errno);
 	ts[0].tv_sec = e->mtime_sec;
 	ts[0].tv_nsec = e->mtime_nsec;
@@ -375,13 +442,10 @@ static int rcollect(struct rst *r)
 	if (j->kind == RJ_DATA || j->kind == RJ_SMALL) {
 		r->st->bytes += j->bytes;
 		if (j->jw.n) {
-			/* report the worker's first warning under the file's path */
-			size_t saved = r->path.len;
-			fbuf_reset(&r->path);
-			if (fbuf_append(&r->path, j->path, strlen(j->path)) == 0)
-				rwarn(r, j->jw.what, j->jw.err);
+			/* report the worker's first warning under the file's path
+			 * (r->path is the walk's, elsewhere by now) */
+			rwarn_path(r, j->path, j->jw.what, j->jw.err);
 			r->st->warnings += j->jw.n - 1;
-			r->path.len = saved;
 		}
 	} else {
 		if (rc == 0 && ftruncate(j->fd, (off_t)j->e.size) != 0)
@@ -405,12 +469,20 @@ static int rsubmit(struct rst *r, struct rjob *j)
 	return rc;
 }
 
+/* Collects every job still queued, whatever their results: only then may
+ * an fd they use be closed (a write to a closed fd fails, one to a reused
+ * fd number lands in another file). Returns the first error, with its
+ * message. */
 static int rdrain(struct rst *r)
 {
-	int rc;
-	while ((rc = rcollect(r)) > 0)
-		;
-	return rc;
+	char msg[1024];
+	int rc, first = 0;
+	while ((rc = rcollect(r)) != 0)
+		if (rc < 0 && !first) {
+			first = rc;
+			snprintf(msg, sizeof msg, "%s", ferry_errmsg(rc));
+		}
+	return first ? ferry_err(-first, "%s", msg) : 0;
 }
 
 struct pctx {
@@ -448,31 +520,39 @@ static int queue_extent(void *arg, const struct node_extent *x, uint64_t off)
 	return rc;
 }
 
-/* Queues the data of e into fd (which the END job closes). */
+/* Closes fd, which queued jobs may still write to, once none can: after a
+ * failure to queue the rest of its file. Returns rc. */
+static int close_queued(struct rst *r, int fd, int rc)
+{
+	char msg[1024];
+	snprintf(msg, sizeof msg, "%s", ferry_errmsg(rc));
+	(void)rdrain(r); /* rc, the first failure, is the one to report */
+	close(fd);
+	return ferry_err(-rc, "%s", msg);
+}
+
+/* Queues the data of e into fd; the END job, collected after every data
+ * job of the file, closes it (on errors here, fd is closed once no job
+ * can use it any more). */
 static int queue_file(struct rst *r, int fd, const struct node_entry *e)
 {
 	struct pctx pc = {r, fd};
 	struct rjob *j = NULL;
 	int rc;
 	if (e->size && e->child_type &&
-	    (rc = node_bl_walk(rd_node, r->rd, e->child_type, e->child, e->size, queue_extent, &pc)) < 0) {
-		/* the jobs queued so far still write to fd: let them finish first */
-		int d = rdrain(r);
-		close(fd);
-		return d < 0 ? d : rc;
-	}
-	if ((rc = rjob_get(r, &j)) < 0) {
-		close(fd);
-		return rc;
-	}
+	    (rc = node_bl_walk(rd_node, r->rd, e->child_type, e->child, e->size, queue_extent, &pc)) < 0)
+		return close_queued(r, fd, rc);
+	if ((rc = rjob_get(r, &j)) < 0)
+		return close_queued(r, fd, rc);
 	j->kind = RJ_END;
 	j->fd = fd;
 	j->e = *e;
 	if ((rc = rsubmit(r, j)) < 0) {
+		/* not queued: the data jobs before it still write to fd */
 		rjob_put(r, j);
-		close(fd);
+		return close_queued(r, fd, rc);
 	}
-	return rc;
+	return 0;
 }
 
 struct first_ext {
@@ -589,38 +669,68 @@ static int rlink_add(struct rst *r, uint64_t id)
 	return 0;
 }
 
-static int restore_dir(struct rst *r, int dirfd, int type, const uint8_t *hash);
+/* linkat(rootfd, first, dirfd, name) for a first path of any length: a
+ * path longer than the kernel takes is walked one directory at a time
+ * (O_NOFOLLOW: only directories this restore made). -1 with errno. */
+static int link_first(int rootfd, const char *first, int dirfd, const char *name)
+{
+	size_t len = strlen(first);
+	if (len < PATH_MAX)
+		return linkat(rootfd, first, dirfd, name, 0);
+	int cur = rootfd, owned = -1, rc;
+	const char *s = first;
+	for (;;) {
+		const char *slash = strchr(s, '/');
+		if (!slash)
+			break;
+		char comp[NODE_NAME_MAX + 1];
+		size_t n = (size_t)(slash - s);
+		if (n > NODE_NAME_MAX) {
+			errno = ENAMETOOLONG;
+			goto fail;
+		}
+		memcpy(comp, s, n);
+		comp[n] = 0;
+		int fd = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			goto fail;
+		if (owned >= 0)
+			close(owned);
+		owned = cur = fd;
+		s = slash + 1;
+	}
+	rc = linkat(cur, s, dirfd, name, 0);
+	if (owned >= 0) {
+		int e = errno;
+		close(owned);
+		errno = e;
+	}
+	return rc;
+fail:
+	if (owned >= 0) {
+		int e = errno;
+		close(owned);
+		errno = e;
+	}
+	return -1;
+}
 
+/* Restores non-directory entry e (selected as sel says) into dirfd. */
 static int restore_entry(struct rst *r, int dirfd, const struct node_entry *e, int sel)
 {
 	char name[NODE_NAME_MAX + 1];
 	int rc, fd = -1;
 	memcpy(name, e->name, e->name_len);
 	name[e->name_len] = 0;
-	if (sel == 2 && e->ftype != NODE_F_DIR)
+	if (sel == 2)
 		return 0;
 	switch (e->ftype) {
-	case NODE_F_DIR: {
-		if ((rc = clear_name(r, dirfd, name, 1)) < 0)
-			return rc;
-		if (rc == 0 && mkdirat(dirfd, name, 0700) != 0)
-			return ferry_err_errno(errno, "cannot create directory");
-		fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0)
-			return ferry_err_errno(errno, "cannot open directory");
-		r->st->dirs++;
-		rc = restore_dir(r, fd, e->child_type, e->child);
-		if (rc == 0)
-			set_attrs_fd(r, fd, e, 1);
-		close(fd);
-		return rc;
-	}
 	case NODE_F_REG: {
 		const char *first = e->link_id ? rlink_find(r, e->link_id) : NULL;
 		if ((rc = clear_name(r, dirfd, name, 0)) < 0)
 			return rc;
 		if (first) {
-			if (linkat(r->rootfd, first, dirfd, name, 0) == 0) {
+			if (link_first(r->rootfd, first, dirfd, name) == 0) {
 				r->st->hardlinks++;
 				return 0;
 			}
@@ -659,6 +769,10 @@ static int restore_entry(struct rst *r, int dirfd, const struct node_entry *e, i
 	}
 	default: {
 		mode_t t = e->ftype == NODE_F_FIFO ? S_IFIFO : e->ftype == NODE_F_CHR ? S_IFCHR : S_IFBLK;
+		if ((r->o->untrusted & STORE_RESTORE_NO_DEVICES) && t != S_IFIFO) {
+			rwarn_msg(r, "device node not restored (--no-devices)");
+			return 0;
+		}
 		if ((rc = clear_name(r, dirfd, name, 0)) < 0)
 			return rc;
 		if (mknodat(dirfd, name, t | 0600, makedev(e->rdev_major, e->rdev_minor)) != 0) {
@@ -672,37 +786,138 @@ static int restore_entry(struct rst *r, int dirfd, const struct node_entry *e, i
 	}
 }
 
-static int restore_dir(struct rst *r, int dirfd, int type, const uint8_t *hash)
-{
+/* ---- the walk --------------------------------------------------------------------
+ * Iterative, so a tree of any depth costs heap, not stack: one frame per
+ * directory being restored (its loaded entries), and its fd on r->dirs,
+ * which keeps only the deepest few open. A directory's attributes are set
+ * once everything in it is done, as its mtime and mode must be last. */
+
+/* Directory fds kept open besides the target's. */
+#define RESTORE_OPEN_DIRS 16
+
+struct rframe {
 	struct node_dir d;
+	size_t i;                   /* the next entry */
+	const struct node_entry *e; /* the directory's own entry (in the parent's d) */
+	size_t path_len;
+};
+
+/* Before the walk closes a directory fd: a queued small file may still be
+ * created in it. */
+static int drain_cb(void *arg)
+{
+	return rdrain(arg);
+}
+
+/* Enters directory e (its fd opened in the current top, which the stack
+ * takes): loads its entries into a new frame. */
+static int frame_push(struct rst *r, int fd, const struct node_entry *e)
+{
+	char name[NODE_NAME_MAX + 1];
+	struct rframe *f;
 	int rc;
-	if ((rc = node_dir_load(rd_node, r->rd, type, hash, &d)) < 0)
+	memcpy(name, e->name, e->name_len);
+	name[e->name_len] = 0;
+	if ((rc = VEC_GROW(r->frames, r->capframes, r->nframes, 64, "restoring a tree")) < 0) {
+		close(fd);
 		return rc;
-	for (size_t i = 0; i < d.n; i++) {
-		const struct node_entry *e = &d.ents[i];
-		size_t saved = r->path.len;
+	}
+	f = &r->frames[r->nframes++];
+	memset(f, 0, sizeof *f);
+	f->e = e;
+	f->path_len = r->path.len;
+	if ((rc = dirstack_push(&r->dirs, fd, r->nframes > 1 ? name : NULL)) < 0)
+		return rc;
+	return node_dir_load(rd_node, r->rd, e->child_type, e->child, &f->d);
+}
+
+static int path_err(struct rst *r, int rc);
+
+/* Leaves the top directory once all it holds is done: its attributes are
+ * set, and the walk goes back to its parent. */
+static int frame_pop(struct rst *r)
+{
+	struct rframe *f = &r->frames[r->nframes - 1];
+	r->path.len = f->path_len;
+	/* queued files borrow their attributes from f->d: finish them first */
+	int rc = rdrain(r);
+	if (rc == 0 && r->nframes > 1) {
+		/* the parent first: ".." may not be searchable once the
+		 * directory has its own mode */
+		if ((rc = dirstack_open_parent(&r->dirs)) == 0)
+			set_attrs_fd(r, dirstack_fd(&r->dirs), f->e, 1);
+	}
+	if (rc < 0)
+		return r->path.len ? path_err(r, rc) : rc; /* the frame is freed with the rest */
+	node_dir_release(&f->d);
+	r->nframes--;
+	dirstack_pop(&r->dirs);
+	if (r->nframes)
+		r->path.len = r->frames[r->nframes - 1].path_len;
+	return 0;
+}
+
+/* Enters directory entry e of the top directory (the path names it). */
+static int enter_dir(struct rst *r, const struct node_entry *e)
+{
+	char name[NODE_NAME_MAX + 1];
+	int rc, dirfd = dirstack_fd(&r->dirs);
+	memcpy(name, e->name, e->name_len);
+	name[e->name_len] = 0;
+	if ((rc = clear_name(r, dirfd, name, 1)) < 0)
+		return rc;
+	if (rc == 0 && mkdirat(dirfd, name, 0700) != 0)
+		return ferry_err_errno(errno, "cannot create directory");
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return ferry_err_errno(errno, "cannot open directory");
+	r->st->dirs++;
+	return frame_push(r, fd, e);
+}
+
+/* "restoring 'PATH': what failed", the path shortened when very long. */
+static int path_err(struct rst *r, int rc)
+{
+	char shown[400]; /* the reason must fit in a detail message too */
+	shown_path(r, shown, sizeof shown);
+	return ferry_err(-rc, "restoring '%s': %s", shown, ferry_errmsg(rc));
+}
+
+/* Restores the tree of root into rootfd (the stack takes it). */
+static int walk(struct rst *r, int rootfd, const struct node_entry *root)
+{
+	int rc;
+	if ((rc = frame_push(r, rootfd, root)) < 0)
+		return rc;
+	while (r->nframes) {
+		struct rframe *f = &r->frames[r->nframes - 1];
+		if (f->i == f->d.n) {
+			if ((rc = frame_pop(r)) < 0)
+				return rc;
+			continue;
+		}
+		const struct node_entry *e = &f->d.ents[f->i++];
+		r->path.len = f->path_len;
 		if ((r->path.len && (rc = fbuf_putc(&r->path, '/')) < 0) ||
 		    (rc = fbuf_append(&r->path, e->name, e->name_len)) < 0)
-			break;
+			return rc;
+		/* only a corrupt pool (capture and recv keep to the limit)
+		 * holds anything deeper: refused, not walked */
+		if (r->nframes - 1 > NODE_TREE_DEPTH_MAX)
+			return path_err(r, ferry_err(FERR_CORRUPT, "the snapshot's tree is deeper "
+						     "than %d directory levels",
+						     NODE_TREE_DEPTH_MAX));
 		int sel = selected(r);
-		if (sel)
-			rc = restore_entry(r, dirfd, e, sel);
-		if (rc < 0) {
-			if (fbuf_putc(&r->path, 0) == 0)
-				r->path.len--;
-			rc = ferry_err(-rc, "restoring '%s': %s", (const char *)r->path.data,
-				       ferry_errmsg(rc));
-		}
-		r->path.len = saved;
+		if (!sel)
+			continue;
+		if (e->ftype == NODE_F_DIR)
+			rc = enter_dir(r, e);
+		else
+			rc = restore_entry(r, dirstack_fd(&r->dirs), e, sel);
 		if (rc < 0)
-			break;
+			return path_err(r, rc);
 	}
-	/* queued files borrow their attributes from d: finish them first */
-	int dr = rdrain(r);
-	if (rc == 0)
-		rc = dr;
-	node_dir_release(&d);
-	return rc;
+	return 0;
 }
 
 static int dir_empty(int fd, int *empty)
@@ -778,8 +993,12 @@ int store_restore(struct store_pool *p, const struct store_snap *s, const char *
 	r.o = o;
 	r.st = st;
 	r.rootfd = -1;
-	r.owners = geteuid() == 0;
+	/* --no-same-owner: as root too, what is restored is root's */
+	r.owners = geteuid() == 0 && !(o->untrusted & STORE_RESTORE_NO_SAME_OWNER);
 	fbuf_init(&r.path, (size_t)1 << 24);
+	dirstack_init(&r.dirs, RESTORE_OPEN_DIRS, 1);
+	r.dirs.before_close = drain_cb;
+	r.dirs.arg = &r;
 	fbuf_init(&rb, NODE_MAX);
 	if (o->nfiles && !(r.found = calloc(o->nfiles, sizeof *r.found))) {
 		rc = ferry_err(FERR_NOMEM, "restoring");
@@ -834,8 +1053,15 @@ int store_restore(struct store_pool *p, const struct store_snap *s, const char *
 	}
 	if ((rc = workq_new(&r.q, 0, 32, rjob_fn, &r)) < 0)
 		goto out;
-	if ((rc = restore_dir(&r, r.rootfd, root.child_type, root.child)) < 0)
-		goto out;
+	{
+		int wfd = dup(r.rootfd); /* the walk's own: its stack closes it */
+		if (wfd < 0) {
+			rc = ferry_err_errno(errno, "cannot open '%s'", dir);
+			goto out;
+		}
+		if ((rc = walk(&r, wfd, &root)) < 0)
+			goto out;
+	}
 	for (size_t i = 0; i < o->nfiles; i++)
 		if (!r.found[i]) {
 			rc = ferry_err(FERR_NOENT, "'%s' is not in snapshot '%s'", o->files[i], s->name);
@@ -858,6 +1084,11 @@ out:
 		}
 		workq_free(r.q);
 	}
+	/* no job runs any more: the directories they used may close */
+	for (size_t i = 0; i < r.nframes; i++)
+		node_dir_release(&r.frames[i].d);
+	free(r.frames);
+	dirstack_release(&r.dirs);
 	while (r.free_jobs) {
 		struct rjob *j = r.free_jobs;
 		r.free_jobs = j->next;

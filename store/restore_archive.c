@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -30,6 +31,7 @@ struct ar {
 	} *links;
 	size_t nlinks, caplinks;
 	int *found;
+	int partial;
 };
 
 static int rd_node(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, struct fbuf *out)
@@ -139,8 +141,36 @@ static int sparse_map(struct ar *w, struct archive_entry *ae, const struct node_
 	return 0;
 }
 
+/* A warning about the current path; the restore ends with exit status 3. */
+static void ar_warn(struct ar *w, const char *msg)
+{
+	w->st->warnings++;
+	w->partial = 1;
+	if (!w->o->warn)
+		return;
+	const char *p = (const char *)w->path.data;
+	size_t n = w->path.len;
+	char shown[4096 + 8];
+	if (n > 4096) {
+		/* paths of deep trees outgrow PATH_MAX; a message need not */
+		memcpy(shown, p, 2048);
+		memcpy(shown + 2048, "/.../", 5);
+		memcpy(shown + 2053, p + n - 2048, 2048);
+		n = 2048 + 5 + 2048;
+	} else {
+		memcpy(shown, p, n);
+	}
+	shown[n] = 0;
+	w->o->warn(w->o->arg, shown, msg);
+}
+
 static int emit_entry(struct ar *w, const struct node_entry *e, int s)
 {
+	unsigned ut = w->o->untrusted;
+	if ((ut & STORE_RESTORE_NO_DEVICES) && (e->ftype == NODE_F_CHR || e->ftype == NODE_F_BLK)) {
+		ar_warn(w, "device node not restored (--no-devices)");
+		return 0;
+	}
 	struct archive_entry *ae = archive_entry_new();
 	char xn[NODE_XATTR_NAME_MAX + 1];
 	int r = 0;
@@ -152,13 +182,18 @@ static int emit_entry(struct ar *w, const struct node_entry *e, int s)
 	}
 	w->path.len--;
 	archive_entry_copy_pathname(ae, (const char *)w->path.data);
-	archive_entry_set_perm(ae, e->mode);
-	archive_entry_set_uid(ae, e->uid);
-	archive_entry_set_gid(ae, e->gid);
+	/* --no-setuid, --no-same-owner: the entries an extractor gets are
+	 * those a tree restore would make */
+	archive_entry_set_perm(ae, (ut & STORE_RESTORE_NO_SETUID) ? e->mode & ~(S_ISUID | S_ISGID)
+								    : e->mode);
+	archive_entry_set_uid(ae, (ut & STORE_RESTORE_NO_SAME_OWNER) ? geteuid() : e->uid);
+	archive_entry_set_gid(ae, (ut & STORE_RESTORE_NO_SAME_OWNER) ? getegid() : e->gid);
 	archive_entry_set_mtime(ae, (time_t)e->mtime_sec, (long)e->mtime_nsec);
 	for (size_t i = 0; i < e->nxattr; i++) {
 		memcpy(xn, e->xattrs[i].name, e->xattrs[i].name_len);
 		xn[e->xattrs[i].name_len] = 0;
+		if ((ut & STORE_RESTORE_NO_SETUID) && !strcmp(xn, "security.capability"))
+			continue;
 		archive_entry_xattr_add_entry(ae, xn, e->xattrs[i].value, e->xattrs[i].value_len);
 	}
 	const char *first = NULL;
@@ -231,28 +266,64 @@ out:
 	return r;
 }
 
-static int emit_dir(struct ar *w, int type, const uint8_t *hash)
+/* Writes the tree below root, depth first in name order. Iterative, so a
+ * tree of any depth costs heap, not stack: one frame per directory on the
+ * way down (its loaded entries). */
+static int emit_tree(struct ar *w, const struct node_entry *root)
 {
-	struct node_dir d;
+	struct eframe {
+		struct node_dir d;
+		size_t i;
+		size_t path_len;
+	} *st = NULL;
+	size_t n = 0, cap = 0;
 	int r;
-	if ((r = node_dir_load(rd_node, w->rd, type, hash, &d)) < 0)
+	if ((r = VEC_GROW(st, cap, n, 64, "writing an archive")) < 0)
 		return r;
-	for (size_t i = 0; i < d.n && r >= 0; i++) {
-		const struct node_entry *e = &d.ents[i];
-		size_t saved = w->path.len;
+	memset(&st[0], 0, sizeof st[0]);
+	n = 1;
+	if ((r = node_dir_load(rd_node, w->rd, root->child_type, root->child, &st[0].d)) < 0)
+		goto out;
+	while (n) {
+		struct eframe *f = &st[n - 1];
+		if (f->i == f->d.n) {
+			node_dir_release(&f->d);
+			n--;
+			continue;
+		}
+		const struct node_entry *e = &f->d.ents[f->i++];
+		w->path.len = f->path_len;
 		if ((w->path.len && (r = fbuf_putc(&w->path, '/')) < 0) ||
 		    (r = fbuf_append(&w->path, e->name, e->name_len)) < 0)
-			break;
-		int s = sel(w);
-		if (s == 1 || (s == 2 && e->ftype == NODE_F_DIR)) {
-			r = emit_entry(w, e, s);
-			if (r == 1)
-				r = emit_dir(w, e->child_type, e->child);
+			goto out;
+		/* only a corrupt pool holds anything deeper (see restore.c) */
+		if (n - 1 > NODE_TREE_DEPTH_MAX) {
+			r = ferry_err(FERR_CORRUPT, "the snapshot's tree is deeper than %d directory "
+				      "levels", NODE_TREE_DEPTH_MAX);
+			goto out;
 		}
-		w->path.len = saved;
+		int s = sel(w);
+		if (!(s == 1 || (s == 2 && e->ftype == NODE_F_DIR)))
+			continue;
+		if ((r = emit_entry(w, e, s)) < 0)
+			goto out;
+		if (r == 1) {
+			/* f may move: the stack grows */
+			if ((r = VEC_GROW(st, cap, n, 64, "writing an archive")) < 0)
+				goto out;
+			struct eframe *k = &st[n++];
+			memset(k, 0, sizeof *k);
+			k->path_len = w->path.len;
+			if ((r = node_dir_load(rd_node, w->rd, e->child_type, e->child, &k->d)) < 0)
+				goto out;
+		}
 	}
-	node_dir_release(&d);
-	return r < 0 ? r : 0;
+	r = 0;
+out:
+	while (n)
+		node_dir_release(&st[--n].d);
+	free(st);
+	return r;
 }
 
 int restore_archive(struct store_pool *p, struct store_reader *rd, const struct node_entry *root,
@@ -292,7 +363,7 @@ int restore_archive(struct store_pool *p, struct store_reader *rd, const struct 
 		r = ar_err(&w, "opening the archive");
 		goto out;
 	}
-	if ((r = emit_dir(&w, root->child_type, root->child)) < 0)
+	if ((r = emit_tree(&w, root)) < 0)
 		goto out;
 	for (size_t i = 0; i < o->nfiles; i++)
 		if (!w.found[i]) {
@@ -301,6 +372,9 @@ int restore_archive(struct store_pool *p, struct store_reader *rd, const struct 
 		}
 	if (archive_write_close(w.a) != ARCHIVE_OK)
 		r = ar_err(&w, "closing the archive");
+	else if (w.partial)
+		r = ferry_err(FERR_PARTIAL, "restored with %llu warnings",
+			      (unsigned long long)st->warnings);
 out:
 	if (w.a)
 		archive_write_free(w.a);

@@ -632,12 +632,23 @@ int store_capture(struct store_pool *p, const struct store_ds *ds, const char *n
 		  const struct store_capture_opts *o, struct store_capture_stats *st) FERRY_WUR;
 
 /* ---- restore (restore*.c) --------------------------------------------------- */
+/* For snapshots of someone else's data (a backup server restoring them as
+ * root), in the manner of tar's options of the same names. */
+enum {
+	STORE_RESTORE_NO_SAME_OWNER = 1 << 0,       /* no chown: the restoring user owns all */
+	STORE_RESTORE_NO_SAME_PERMISSIONS = 1 << 1, /* modes masked by opts.umask */
+	STORE_RESTORE_NO_DEVICES = 1 << 2,          /* device nodes skipped, each warned */
+	STORE_RESTORE_NO_SETUID = 1 << 3,           /* setuid/setgid cleared, no file capabilities */
+};
 struct store_restore_opts {
 	const char *const *files; /* restore only these paths (relative to the snapshot root) */
 	size_t nfiles;
 	int force;                /* allow a non-empty target */
 	const char *format;       /* NULL: a tree into dir; "tar", "pax", "zip": an archive to fd */
 	int fd;                   /* archive output */
+	unsigned untrusted;       /* STORE_RESTORE_NO_* flags; an archive's entries follow all
+				   * but NO_SAME_PERMISSIONS (its extractor applies its umask) */
+	mode_t umask;             /* for STORE_RESTORE_NO_SAME_PERMISSIONS */
 	void (*warn)(void *arg, const char *path, const char *msg);
 	void *arg;
 };
@@ -647,7 +658,8 @@ struct store_restore_stats {
 /* Restores snapshot s into directory dir (created if missing), never
  * writing outside it or following a symlink. A volume restores into the
  * file dir names (an image, created or overwritten when force). Returns 0,
- * or -FERR_PARTIAL when some attributes could not be set (warned). */
+ * or -FERR_PARTIAL when some attributes could not be set or device nodes
+ * were skipped (each warned). */
 int store_restore(struct store_pool *p, const struct store_snap *s, const char *dir,
 		  const struct store_restore_opts *o, struct store_restore_stats *st) FERRY_WUR;
 

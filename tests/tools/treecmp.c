@@ -6,7 +6,10 @@
  *   treecmp [--no-owner] [--no-root] [--no-alloc] A B
  *
  * Exits 0 when identical, 1 at the first difference (printed on stdout),
- * 2 on usage or I/O errors. Never follows symlinks inside the trees. */
+ * 2 on usage or I/O errors. Never follows symlinks inside the trees. Trees
+ * of any depth compare (paths far past PATH_MAX): the walk is iterative and
+ * keeps only the current pair of directories open, on its own (not the
+ * dirstack of lib/, which is part of what the tests check). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -159,46 +162,10 @@ out:
 	return r;
 }
 
-static int cmp_entry(int da, int db, const char *name, const char *path, int is_root);
-
-static int cmp_dir(int fa, int fb, const char *path)
-{
-	char **na, **nb;
-	size_t n1, n2;
-	int r = 0;
-	if (list(fa, &na, &n1) < 0 || list(fb, &nb, &n2) < 0)
-		return fail(path, "cannot list");
-	size_t i = 0, j = 0;
-	while (!r && (i < n1 || j < n2)) {
-		int c = i == n1 ? 1 : j == n2 ? -1 : strcmp(na[i], nb[j]);
-		char sub[8192];
-		snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "/" : "", c <= 0 ? na[i] : nb[j]);
-		if (c < 0) {
-			printf("treecmp: ");
-			put_path(sub);
-			printf(": only in A\n");
-			r = 1;
-		} else if (c > 0) {
-			printf("treecmp: ");
-			put_path(sub);
-			printf(": only in B\n");
-			r = 1;
-		} else {
-			r = cmp_entry(fa, fb, na[i], sub, 0);
-			i++;
-			j++;
-		}
-	}
-	for (size_t k = 0; k < n1; k++)
-		free(na[k]);
-	for (size_t k = 0; k < n2; k++)
-		free(nb[k]);
-	free(na);
-	free(nb);
-	return r;
-}
-
-static int cmp_entry(int da, int db, const char *name, const char *path, int is_root)
+/* Compares entry name of da and db; 3 for two directories to descend
+ * into, whose fds are then in *sa and *sb. */
+static int cmp_entry(int da, int db, const char *name, const char *path, int is_root, int *suba,
+		     int *subb)
 {
 	struct stat a, b;
 	char sa[64], sb2[64];
@@ -282,8 +249,8 @@ static int cmp_entry(int da, int db, const char *name, const char *path, int is_
 		return cmp_content(da, db, name, path, a.st_size);
 	}
 	if (S_ISDIR(a.st_mode)) {
-		int fa = openat(da, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-		int fb = openat(db, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+		int fa = openat(da, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int fb = openat(db, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fa < 0 || fb < 0) {
 			if (fa >= 0)
 				close(fa);
@@ -291,10 +258,149 @@ static int cmp_entry(int da, int db, const char *name, const char *path, int is_
 				close(fb);
 			return fail(path, "cannot open directory");
 		}
-		int r = cmp_dir(fa, fb, path);
+		*suba = fa;
+		*subb = fb;
+		return 3;
+	}
+	return 0;
+}
+
+/* ---- the walk ------------------------------------------------------------- */
+struct frame {
+	char **na, **nb;
+	size_t n1, n2, i, j;
+	dev_t deva, devb;
+	ino_t inoa, inob;
+	size_t path_len;
+};
+static struct frame *frames;
+static size_t nframes, capframes;
+static char *path;
+static size_t path_len, path_cap;
+static int cur_a = -1, cur_b = -1; /* the top frame's two directories */
+
+static void path_to(size_t len, const char *name)
+{
+	size_t nl = name ? strlen(name) : 0, need = len + nl + 2;
+	if (need > path_cap) {
+		path_cap = need * 2;
+		if (!(path = realloc(path, path_cap)))
+			abort();
+	}
+	if (name) {
+		if (len)
+			path[len++] = '/';
+		memcpy(path + len, name, nl);
+		len += nl;
+	}
+	path[len] = 0;
+	path_len = len;
+}
+
+static void free_names(char **v, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		free(v[k]);
+	free(v);
+}
+
+/* Enters directories fa and fb (taken) at the current path. */
+static int push(int fa, int fb)
+{
+	struct stat a, b;
+	if (nframes == capframes) {
+		capframes = capframes ? capframes * 2 : 64;
+		if (!(frames = realloc(frames, capframes * sizeof *frames)))
+			abort();
+	}
+	struct frame *f = &frames[nframes];
+	memset(f, 0, sizeof *f);
+	if (fstat(fa, &a) != 0 || fstat(fb, &b) != 0 || list(fa, &f->na, &f->n1) < 0 ||
+	    list(fb, &f->nb, &f->n2) < 0) {
 		close(fa);
 		close(fb);
+		return fail(path, "cannot list");
+	}
+	f->deva = a.st_dev;
+	f->inoa = a.st_ino;
+	f->devb = b.st_dev;
+	f->inob = b.st_ino;
+	f->path_len = path_len;
+	nframes++;
+	if (cur_a >= 0)
+		close(cur_a);
+	if (cur_b >= 0)
+		close(cur_b);
+	cur_a = fa;
+	cur_b = fb;
+	return 0;
+}
+
+/* *cur becomes its "..", which must be the directory dev/ino. */
+static int up(int *cur, dev_t dev, ino_t ino)
+{
+	struct stat sb;
+	int fd = openat(*cur, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &sb) != 0 || sb.st_dev != dev || sb.st_ino != ino) {
+		close(fd);
+		errno = ESTALE;
+		return -1;
+	}
+	close(*cur);
+	*cur = fd;
+	return 0;
+}
+
+static int pop(void)
+{
+	struct frame *f = &frames[--nframes];
+	free_names(f->na, f->n1);
+	free_names(f->nb, f->n2);
+	if (!nframes)
+		return 0;
+	struct frame *p = &frames[nframes - 1];
+	if (up(&cur_a, p->deva, p->inoa) < 0 || up(&cur_b, p->devb, p->inob) < 0)
+		return fail(path, "cannot go back to the parent directory");
+	path_to(p->path_len, NULL);
+	return 0;
+}
+
+static int walk(int ra, int rb)
+{
+	int sa = -1, sb = -1, r;
+	path_to(0, NULL);
+	r = cmp_entry(ra, rb, ".", path, 1, &sa, &sb);
+	if (r != 3)
 		return r;
+	if ((r = push(sa, sb)) != 0)
+		return r;
+	while (nframes) {
+		struct frame *f = &frames[nframes - 1];
+		if (f->i == f->n1 && f->j == f->n2) {
+			if ((r = pop()) != 0)
+				return r;
+			continue;
+		}
+		int c = f->i == f->n1 ? 1 : f->j == f->n2 ? -1 : strcmp(f->na[f->i], f->nb[f->j]);
+		path_to(f->path_len, c <= 0 ? f->na[f->i] : f->nb[f->j]);
+		if (c) {
+			printf("treecmp: ");
+			put_path(path);
+			printf(": only in %s\n", c < 0 ? "A" : "B");
+			return 1;
+		}
+		const char *name = f->na[f->i];
+		f->i++;
+		f->j++;
+		r = cmp_entry(cur_a, cur_b, name, path, 0, &sa, &sb);
+		if (r == 3)
+			r = push(sa, sb); /* f may move */
+		else
+			path_to(frames[nframes - 1].path_len, NULL);
+		if (r)
+			return r;
 	}
 	return 0;
 }
@@ -323,7 +429,7 @@ int main(int argc, char **argv)
 			strerror(errno));
 		return 2;
 	}
-	int r = cmp_entry(ra, rb, ".", "", 1);
+	int r = walk(ra, rb);
 	fflush(stdout);
 	return r;
 }
