@@ -146,6 +146,25 @@ rm -rf "$D/r6" "$D/r7"
 ferry destroy tank/deep@corrupt
 ferry destroy tank/deep@edge
 
+# send | recv of the 10,000-level tree, full and incremental, into a gzip
+# pool, then restore from there (recv's and send's walks are iterative too)
+ferry pool create -o compression=gzip-7 bk "$D/bk"
+run sh -c "'$FERRY' send tank/fs@a | prlimit --nofile=64:64 '$FERRY' recv bk/fs"
+is "$rc" 0 "send | recv of the 10,000-level tree"
+run sh -c "'$FERRY' send -c -i @a tank/fs@b | prlimit --nofile=64:64 '$FERRY' recv bk/fs"
+is "$rc" 0 "and of the incremental after it"
+run sh -c "'$FERRY' send -R tank/fs@b | '$FERRY' recv bk/rep"
+is "$rc" 0 "and of a -R package of both"
+for s in bk/fs@a bk/fs@b bk/rep@b; do
+	rm -rf "$D/rb"
+	run lim "$FERRY" restore "$s" "$D/rb"
+	if [ "$rc" = 0 ]; then run prlimit --nofile=16:16 "$CMP" "$D/src" "$D/rb"; fi
+	is "$rc" 0 "$s restores identical to the 10,000-level source"
+done
+rm -rf "$D/rb"
+is "$(ferry list -H -p -o logicalreferenced bk/fs@b)" "$(ferry list -H -p -o logicalreferenced tank/fs@b)" \
+	"the received snapshot references what the source's does"
+
 # the end of every write test: gc, then every snapshot restores as expected
 run ferry gc tank
 is "$rc" 0 "gc"

@@ -46,4 +46,9 @@ is "$rc" 0 "so is a plain stream of it"
 is "$(ferry list -H -p -o name,logicalreferenced,referenced bk/a@s | cut -f2-)" \
 	"$(ferry list -H -p -o name,logicalreferenced,referenced ctl/a@s | cut -f2-)" \
 	"its space figures equal a direct receive's"
+run prlimit --nofile=64:64 "$FERRY" restore bk/a@s "$T/r"
+is "$rc" 0 "the received $MAX-level tree restores"
+is "$("$FERRY_TOOLS/mkdeep" -c "$T/r")" "$MAX not empty" "all $MAX levels of it"
+is "$(cat "$T/r/d/d/d/f")" "level 3" "with its files"
+rm -rf "$T/r"
 done_testing
