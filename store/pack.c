@@ -1164,7 +1164,8 @@ int store_block_verify(struct codec_spec c, const void *payload, size_t psize, s
 {
 	uint8_t h[FERRY_HASH_LEN];
 	int r;
-	if (lsize == 0 || lsize > STORE_BLOCK_MAX || psize > lsize || scratch_cap < lsize)
+	if (lsize == 0 || lsize > STORE_BLOCK_MAX || psize > lsize ||
+	    (c.id != CODEC_OFF && scratch_cap < lsize))
 		return ferry_err(FERR_CORRUPT, "block of %zu/%zu bytes", psize, lsize);
 	if (c.id == CODEC_OFF) {
 		if (psize != lsize)

@@ -60,6 +60,7 @@ struct rst {
 	struct rframe *frames;
 	size_t nframes, capframes;
 	struct dirstack dirs;
+	int err_named;  /* the last error came from a job and names its file */
 };
 
 static int rd_node(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, struct fbuf *out)
@@ -329,6 +330,7 @@ struct rjob {
 	uint32_t lsize;
 	uint8_t hash[FERRY_HASH_LEN];
 	struct fbuf payload;
+	struct store_block_loc loc; /* where payload was read, for errors */
 	uint8_t *out;
 	size_t outcap;
 	struct node_entry e;    /* RJ_END, RJ_SMALL: the file's attributes (borrowed until drained) */
@@ -338,7 +340,9 @@ struct rjob {
 	int dirfd;
 	int has_data;
 	char name[NODE_NAME_MAX + 1];
-	char *path;
+	char *path;             /* RJ_SMALL, RJ_END: the file's path (owned) */
+	const char *fpath;      /* RJ_DATA: its file's, owned by that file's RJ_END job,
+				 * which is collected after it */
 	struct jwarn jw;
 	struct rjob *next;
 };
@@ -353,7 +357,7 @@ static int rjob_small(struct rst *rs, struct rjob *j)
 		return ferry_err_errno(errno, "restoring '%s': cannot create file", j->path);
 	j->bytes = 0;
 	if (j->has_data && (r = rjob_data(j)) < 0) {
-		r = ferry_err(-r, "restoring '%s': %s", j->path, ferry_errmsg(r));
+		/* rjob_data named the file */
 	} else if (j->bytes != j->e.size && ftruncate(j->fd, (off_t)j->e.size) != 0) {
 		/* (a new file whose one block was written whole has its size) */
 		r = ferry_err_errno(errno, "restoring '%s': cannot set its size", j->path);
@@ -375,9 +379,19 @@ static int rjob_fn(void *jv, void *ctx)
 	return rjob_data(j);
 }
 
+/* err of job j, with the file's path in front. */
+static int rjob_err(const struct rjob *j, int err)
+{
+	const char *path = j->kind == RJ_DATA ? j->fpath : j->path;
+	char msg[512];
+	snprintf(msg, sizeof msg, "%s", ferry_errmsg(err));
+	return ferry_err(-err, "restoring '%s': %s", path ? path : "?", msg);
+}
+
+/* Checks the block against its hash (decoding it into j->out) and writes
+ * it; an error names the file, and a damaged block its pack and offset. */
 static int rjob_data(struct rjob *j)
 {
-	uint8_t h[FERRY_HASH_LEN];
 	const uint8_t *src = j->payload.data;
 	int r;
 	j->bytes = 0;
@@ -385,24 +399,21 @@ static int rjob_data(struct rjob *j)
 		if (j->outcap < j->lsize) {
 			uint8_t *nb = realloc(j->out, j->lsize);
 			if (!nb)
-				return ferry_err(FERR_NOMEM, "restoring");
+				return rjob_err(j, ferry_err(FERR_NOMEM, "restoring"));
 			j->out = nb;
 			j->outcap = j->lsize;
 		}
-		if ((r = codec_decode(j->c, j->payload.data, j->payload.len, j->out, j->lsize)) < 0)
-			return r;
 		src = j->out;
-	} else if (j->payload.len != j->lsize) {
-		return ferry_err(FERR_CORRUPT, "raw block of %zu bytes, expected %u", j->payload.len,
-				 j->lsize);
 	}
-	hash_blake2b(h, src, j->lsize);
-	if (memcmp(h, j->hash, FERRY_HASH_LEN) != 0)
-		return ferry_err(FERR_CORRUPT, "block content does not match its hash");
+	if ((r = store_block_verify(j->c, j->payload.data, j->payload.len, j->lsize, j->hash,
+				    j->out, j->c.id != CODEC_OFF ? j->outcap : 0)) < 0)
+		return rjob_err(j, store_block_damage(j->hash, &j->loc, r));
 	if (codec_is_zero(src, j->lsize))
 		return 0; /* leave a hole */
 	j->bytes = j->lsize;
-	return io_pwrite_full(j->fd, src, j->lsize, (off_t)j->off);
+	if ((r = io_pwrite_full(j->fd, src, j->lsize, (off_t)j->off)) < 0)
+		return rjob_err(j, r);
+	return 0;
 }
 
 static int rjob_get(struct rst *r, struct rjob **out)
@@ -439,12 +450,14 @@ static int rcollect(struct rst *r)
 		return rc;
 	struct rjob *j = jv;
 	rc = res;
+	if (rc < 0 && (j->kind == RJ_DATA || j->kind == RJ_SMALL))
+		r->err_named = 1; /* rjob_err named the file */
 	if (j->kind == RJ_DATA || j->kind == RJ_SMALL) {
 		r->st->bytes += j->bytes;
 		if (j->jw.n) {
 			/* report the worker's first warning under the file's path
 			 * (r->path is the walk's, elsewhere by now) */
-			rwarn_path(r, j->path, j->jw.what, j->jw.err);
+			rwarn_path(r, j->kind == RJ_DATA ? j->fpath : j->path, j->jw.what, j->jw.err);
 			r->st->warnings += j->jw.n - 1;
 		}
 	} else {
@@ -488,6 +501,7 @@ static int rdrain(struct rst *r)
 struct pctx {
 	struct rst *r;
 	int fd;
+	const char *path;   /* the file's, owned by its RJ_END job */
 };
 
 static int queue_extent(void *arg, const struct node_extent *x, uint64_t off)
@@ -510,7 +524,9 @@ static int queue_extent(void *arg, const struct node_extent *x, uint64_t off)
 		rjob_put(r, j);
 		return rc;
 	}
+	store_reader_last_loc(r->rd, &j->loc);
 	j->kind = RJ_DATA;
+	j->fpath = pc->path;
 	j->fd = pc->fd;
 	j->off = off;
 	j->lsize = ls;
@@ -536,17 +552,27 @@ static int close_queued(struct rst *r, int fd, int rc)
  * can use it any more). */
 static int queue_file(struct rst *r, int fd, const struct node_entry *e)
 {
-	struct pctx pc = {r, fd};
 	struct rjob *j = NULL;
 	int rc;
-	if (e->size && e->child_type &&
-	    (rc = node_bl_walk(rd_node, r->rd, e->child_type, e->child, e->size, queue_extent, &pc)) < 0)
-		return close_queued(r, fd, rc);
+	/* the end job first: it owns the path its data jobs name in errors */
 	if ((rc = rjob_get(r, &j)) < 0)
 		return close_queued(r, fd, rc);
 	j->kind = RJ_END;
 	j->fd = fd;
 	j->e = *e;
+	if (!(j->path = malloc(r->path.len + 1))) {
+		rjob_put(r, j);
+		return close_queued(r, fd, ferry_err(FERR_NOMEM, "restoring"));
+	}
+	memcpy(j->path, r->path.data, r->path.len);
+	j->path[r->path.len] = 0;
+	struct pctx pc = {r, fd, j->path};
+	if (e->size && e->child_type &&
+	    (rc = node_bl_walk(rd_node, r->rd, e->child_type, e->child, e->size, queue_extent,
+			       &pc)) < 0) {
+		rjob_put(r, j);
+		return close_queued(r, fd, rc);
+	}
 	if ((rc = rsubmit(r, j)) < 0) {
 		/* not queued: the data jobs before it still write to fd */
 		rjob_put(r, j);
@@ -597,6 +623,7 @@ static int queue_small(struct rst *r, int dirfd, const char *name, const struct 
 			rjob_put(r, j);
 			return rc;
 		}
+		store_reader_last_loc(r->rd, &j->loc);
 		j->has_data = 1;
 		j->lsize = ls;
 		j->off = 0;
@@ -879,6 +906,11 @@ static int enter_dir(struct rst *r, const struct node_entry *e)
 static int path_err(struct rst *r, int rc)
 {
 	char shown[400]; /* the reason must fit in a detail message too */
+	if (r->err_named) {
+		/* a worker's error, about its own file (the walk is elsewhere) */
+		r->err_named = 0;
+		return rc;
+	}
 	shown_path(r, shown, sizeof shown);
 	return ferry_err(-rc, "restoring '%s': %s", shown, ferry_errmsg(rc));
 }

@@ -489,7 +489,8 @@ int store_block_read_stored(struct store_reader *r, const uint8_t hash[FERRY_HAS
 			    struct codec_spec prefer, struct codec_spec *codec,
 			    uint32_t *lsize, struct fbuf *out) FERRY_WUR;
 /* Checks a stored payload (psize bytes in codec c) against hash: decoded
- * into scratch (at least lsize bytes) and hashed. 0, or -FERR_CORRUPT when
+ * into scratch (at least lsize bytes; unused for codec off) and hashed. 0,
+ * or -FERR_CORRUPT when
  * it does not decode to lsize bytes of that hash. Thread-safe. */
 int store_block_verify(struct codec_spec c, const void *payload, size_t psize, size_t lsize,
 		       const uint8_t hash[FERRY_HASH_LEN], void *scratch, size_t scratch_cap) FERRY_WUR;

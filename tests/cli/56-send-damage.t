@@ -2,7 +2,8 @@
 # Every block that leaves the pool is checked, whatever the send mode: a
 # damaged block makes send fail with one line that names the block, its
 # pack and offset, the snapshot and the file that uses it (send -c used to
-# copy a damaged payload into the stream and exit 0).
+# copy a damaged payload into the stream and exit 0); restore names the
+# file, the block, its pack and offset.
 . "$(dirname "$0")/lib.sh"
 mkdir -p "$T/p" "$T/src/sub"
 seq 1 300000 >"$T/src/sub/numbers"
@@ -40,6 +41,12 @@ for codec in lz4 gzip-6 off; do
 			"$codec pool: send $mode of a damaged block fails, naming block, pack, offset and file" \
 			"$FERRY" send $mode p$codec/fs@b
 	done
+	refused 1 "restoring 'sub/numbers': block [0-9a-f]{16} in pack '$pk' at offset [0-9]+ is damaged" \
+		"$codec pool: restore of the damaged block fails, naming file, block, pack and offset" \
+		"$FERRY" restore p$codec/fs@b "$T/r-$codec"
+	refused 1 "block [0-9a-f]{16} in pack '$pk' at offset [0-9]+ is damaged" \
+		"$codec pool: restore --format tar of it fails the same way" \
+		sh -c "'$FERRY' restore --format tar p$codec/fs@b >/dev/null"
 	pk=$(damage $codec old)
 	for mode in "" "-c" "-c --compress=gzip-1"; do
 		refused 1 "block [0-9a-f]{16} in pack '$pk' at offset [0-9]+ is damaged: .*; p$codec/fs@a uses it in 'sub/numbers'" \
