@@ -141,6 +141,23 @@ static int sparse_map(struct ar *w, struct archive_entry *ae, const struct node_
 	return 0;
 }
 
+/* The current path, shortened to fit a message when very long. */
+static void shown_path(const struct ar *w, char *shown, size_t cap)
+{
+	const char *p = (const char *)w->path.data;
+	size_t n = w->path.len, half = (cap - 6) / 2;
+	if (n < cap) {
+		memcpy(shown, p, n);
+		shown[n] = 0;
+		return;
+	}
+	/* paths of deep trees outgrow PATH_MAX; a message need not */
+	memcpy(shown, p, half);
+	memcpy(shown + half, "/.../", 5);
+	memcpy(shown + half + 5, p + n - half, half);
+	shown[2 * half + 5] = 0;
+}
+
 /* A warning about the current path; the restore ends with exit status 3. */
 static void ar_warn(struct ar *w, const char *msg)
 {
@@ -148,20 +165,18 @@ static void ar_warn(struct ar *w, const char *msg)
 	w->partial = 1;
 	if (!w->o->warn)
 		return;
-	const char *p = (const char *)w->path.data;
-	size_t n = w->path.len;
 	char shown[4096 + 8];
-	if (n > 4096) {
-		/* paths of deep trees outgrow PATH_MAX; a message need not */
-		memcpy(shown, p, 2048);
-		memcpy(shown + 2048, "/.../", 5);
-		memcpy(shown + 2053, p + n - 2048, 2048);
-		n = 2048 + 5 + 2048;
-	} else {
-		memcpy(shown, p, n);
-	}
-	shown[n] = 0;
+	shown_path(w, shown, sizeof shown);
 	w->o->warn(w->o->arg, shown, msg);
+}
+
+/* "restoring 'PATH': what failed" for the entry being written. */
+static int path_err(const struct ar *w, int rc)
+{
+	char shown[400], msg[512];
+	shown_path(w, shown, sizeof shown);
+	snprintf(msg, sizeof msg, "%s", ferry_errmsg(rc));
+	return ferry_err(-rc, "restoring '%s': %s", shown, msg);
 }
 
 static int emit_entry(struct ar *w, const struct node_entry *e, int s)
@@ -305,8 +320,10 @@ static int emit_tree(struct ar *w, const struct node_entry *root)
 		int s = sel(w);
 		if (!(s == 1 || (s == 2 && e->ftype == NODE_F_DIR)))
 			continue;
-		if ((r = emit_entry(w, e, s)) < 0)
+		if ((r = emit_entry(w, e, s)) < 0) {
+			r = path_err(w, r);
 			goto out;
+		}
 		if (r == 1) {
 			/* f may move: the stack grows */
 			if ((r = VEC_GROW(st, cap, n, 64, "writing an archive")) < 0)

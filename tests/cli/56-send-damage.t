@@ -44,7 +44,7 @@ for codec in lz4 gzip-6 off; do
 	refused 1 "restoring 'sub/numbers': block [0-9a-f]{16} in pack '$pk' at offset [0-9]+ is damaged" \
 		"$codec pool: restore of the damaged block fails, naming file, block, pack and offset" \
 		"$FERRY" restore p$codec/fs@b "$T/r-$codec"
-	refused 1 "block [0-9a-f]{16} in pack '$pk' at offset [0-9]+ is damaged" \
+	refused 1 "restoring 'sub/numbers': block [0-9a-f]{16} in pack '$pk' at offset [0-9]+ is damaged" \
 		"$codec pool: restore --format tar of it fails the same way" \
 		sh -c "'$FERRY' restore --format tar p$codec/fs@b >/dev/null"
 	pk=$(damage $codec old)
