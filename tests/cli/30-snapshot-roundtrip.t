@@ -177,7 +177,8 @@ fi
 # The control: the same trees captured in one go each, from copies, into a
 # fresh pool: @two from a copy shares no inode with @one's, so it is read
 # whole where tank reused @one's files; the tar once more; fs2@x as a
-# complete capture of what the partial one could read.
+# complete capture of what the partial one could read. fs is compared
+# with the copies themselves.
 ferry pool create ctl "$T/p/ctl"
 ferry create ctl/fs
 ferry snapshot --from "$T/copy-one" ctl/fs@one
@@ -188,5 +189,5 @@ if [ -d "$T/copy-x" ]; then
 	ferry create ctl/fs2
 	ferry snapshot --from "$T/copy-x" ctl/fs2@x
 fi
-after_check tank ctl "captures"
+after_check -e "/fs@one=$T/copy-one" -e "/fs@two=$T/copy-two" tank ctl "captures"
 done_testing
