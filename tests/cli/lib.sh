@@ -62,7 +62,7 @@ codecs() { "$FERRY" pool status "$1" | sed -n '/CODEC/,$p'; }
 # _ac_want REL: in $_acw, the DIR of after_check's first -e whose PATTERN
 # matches REL, or nothing.
 _ac_want() {
-	_acw= _acifs=$IFS
+	_acw='' _acifs=$IFS
 	IFS='
 '
 	set -f
@@ -94,7 +94,7 @@ _ac_want() {
 #       restore: a kept copy of its source, or one restore of a control
 #       snapshot that 50 snapshots must equal. The first matching -e wins.
 after_check() {
-	_acB=0 _acmap=
+	_acB=0 _acmap=''
 	while [ $# -gt 3 ]; do
 		case $1 in
 		-B) _acB=1; shift ;;
