@@ -25,7 +25,7 @@ ferry create -o source="$S" tank/fs
 run ferry snapshot -v tank/fs@one
 is "$rc" 0 "first snapshot"
 like "$(cat "$T/out")" "files read 10000, files reused 0," "first snapshot reads every file"
-cp -a "$S" "$T/copy-one"
+cp -a "$S" "$TS/copy-one"
 sleep 0.05
 for i in 00 11 22 33 44 55 66 77 88 99; do
 	echo "changed $i" >>"$S/d$i/f$i"
@@ -34,7 +34,7 @@ run ferry snapshot -v tank/fs@two
 is "$rc" 0 "second snapshot"
 like "$(cat "$T/out")" "files read 10, files reused 9990," "incremental reads exactly the 10 changed files"
 like "$(cat "$T/out")" "blocks written 10," "and writes only their 10 new blocks"
-cp -a "$S" "$T/copy-two"
+cp -a "$S" "$TS/copy-two"
 run ferry snapshot -v tank/fs@three
 like "$(cat "$T/out")" "files read 0, files reused 10000,.*blocks written 0," "unchanged tree: nothing read or written"
 
@@ -83,8 +83,8 @@ is "$rc" 1 "later snapshots are gone after rollback -r"
 # copies themselves (10,000 files: no need to restore the control's too).
 ferry pool create ctl "$T/p/ctl"
 ferry create ctl/fs
-ferry snapshot --from "$T/copy-one" ctl/fs@one
-ferry snapshot --from "$T/copy-two" ctl/fs@two
-after_check -e "/fs@one=$T/copy-one" -e "/fs@two=$T/copy-two" tank ctl \
+ferry snapshot --from "$TS/copy-one" ctl/fs@one
+ferry snapshot --from "$TS/copy-two" ctl/fs@two
+after_check -e "/fs@one=$TS/copy-one" -e "/fs@two=$TS/copy-two" tank ctl \
 	"incremental captures, then rollback -r"
 done_testing

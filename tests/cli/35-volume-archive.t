@@ -37,7 +37,7 @@ cmp -s "$T/disk.img" "$T/restored.img" && ok "restore --force overwrites the ima
 
 # ---- volumes on block devices (loop devices: root only) ----------------------------
 L1= L2= L3=
-trap 'for l in $L1 $L2 $L3; do losetup -d "$l"; done; chmod -R u+rwX "$T" 2>/dev/null; rm -rf "$T"' EXIT
+trap 'for l in $L1 $L2 $L3; do losetup -d "$l"; done; lib_cleanup' EXIT
 if [ "$(id -u)" = 0 ] && command -v losetup >/dev/null 2>&1 &&
 	cp --sparse=always "$T/disk.img" "$T/src.img" &&
 	L1=$(losetup -f --show "$T/src.img" 2>/dev/null) && truncate -s 64M "$T/dst.img" &&

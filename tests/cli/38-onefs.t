@@ -9,7 +9,7 @@ if [ "$(id -u)" != 0 ] || ! mount -t tmpfs ferry-test "$T/src/mnt" 2>/dev/null; 
 	echo "1..0 # SKIP needs root and a tmpfs mount"
 	exit 0
 fi
-trap 'umount "$T/src/mnt" 2>/dev/null; chmod -R u+rwX "$T" 2>/dev/null; rm -rf "$T"' EXIT
+trap 'umount "$T/src/mnt" 2>/dev/null; lib_cleanup' EXIT
 echo inner > "$T/src/mnt/inner"
 ferry pool create tank "$T/p/tank"
 ferry create -o source="$T/src" tank/fs

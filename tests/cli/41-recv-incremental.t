@@ -19,7 +19,7 @@ head -c 10485760 /dev/urandom >"$S/big.bin"
 ferry pool create tank "$T/p/tank"
 ferry create -o source="$S" tank/fs
 ferry snapshot tank/fs@s0
-cp -a "$S" "$T/tree-s0"
+cp -a "$S" "$TS/tree-s0"
 ferry send tank/fs@s0 >"$T/full"
 full=$(stat -c %s "$T/full")
 is "$(find "$S" -type f | wc -l)" 2001 "a 2,000-file tree (and one 10 MB file)"
@@ -28,7 +28,7 @@ is "$(find "$S" -type f | wc -l)" 2001 "a 2,000-file tree (and one 10 MB file)"
 for d in 03 07 11 15; do for f in 010 020 030 040 050; do
 	echo "changed $d $f" >>"$S/d$d/f$f.txt"; done; done
 ferry snapshot tank/fs@s1
-cp -a "$S" "$T/tree-s1"
+cp -a "$S" "$TS/tree-s1"
 ferry send -i @s0 tank/fs@s1 >"$T/i1"
 inc=$(stat -c %s "$T/i1")
 max=$((full * 3 / 100))
@@ -41,7 +41,7 @@ like "$(head -1 "$T/est")" "^incremental	s0	tank/fs@s1	$inc\$" "-n -v -P: increm
 # 2: rename the 10 MB file
 mv "$S/big.bin" "$S/d05/renamed.bin"
 ferry snapshot tank/fs@s2
-cp -a "$S" "$T/tree-s2"
+cp -a "$S" "$TS/tree-s2"
 ferry send -i tank/fs@s1 tank/fs@s2 >"$T/i2"
 ren=$(stat -c %s "$T/i2")
 [ "$ren" -lt 1048576 ] && ok "renamed 10 MB file: stream of $ren bytes < 1 MiB" ||
@@ -50,14 +50,14 @@ ren=$(stat -c %s "$T/i2")
 # 3..5: more changes: new files, deletions, a moved directory, a modified big file
 mkdir "$S/newdir"; seq 1 50000 >"$S/newdir/numbers"; rm "$S/d01/f001.txt" "$S/d02/f002.txt"
 ferry snapshot tank/fs@s3
-cp -a "$S" "$T/tree-s3"
+cp -a "$S" "$TS/tree-s3"
 mv "$S/d09" "$S/newdir/d09-moved"
 ferry snapshot tank/fs@s4
-cp -a "$S" "$T/tree-s4"
+cp -a "$S" "$TS/tree-s4"
 printf 'patched' | dd of="$S/d05/renamed.bin" bs=1 seek=5000000 conv=notrunc 2>/dev/null
 ln "$S/newdir/numbers" "$S/hardlink"; chmod 600 "$S/d00/f000.txt"
 ferry snapshot tank/fs@s5
-cp -a "$S" "$T/tree-s5"
+cp -a "$S" "$TS/tree-s5"
 ferry send -i @s3 tank/fs@s4 >"$T/i4"
 mv4=$(stat -c %s "$T/i4")
 [ "$mv4" -lt 65536 ] && ok "moved directory: stream of $mv4 bytes resends no data" ||
@@ -198,18 +198,18 @@ ferry pool create ctl-bk5 "$T/p/ctl-bk5"
 # captured whole from its copy
 ferry pool create ctl-tank "$T/p/ctl-tank"
 ferry create ctl-tank/fs
-for sn in s0 s2 s3 s4 s5; do ferry snapshot --from "$T/tree-$sn" ctl-tank/fs@$sn; done
+for sn in s0 s2 s3 s4 s5; do ferry snapshot --from "$TS/tree-$sn" ctl-tank/fs@$sn; done
 ferry create ctl-tank/fs/child
 ferry snapshot --from "$S/d00" ctl-tank/fs/child@s5
-ferry snapshot --from "$T/tree-s5" ctl-tank/fs@s6
+ferry snapshot --from "$TS/tree-s5" ctl-tank/fs@s6
 ferry snapshot --from "$S/d00" ctl-tank/fs/child@s6
 ferry create -V 4M ctl-tank/vol
 ferry snapshot --from "$T/img" ctl-tank/vol@v
 # Every snapshot, wherever it was received, is compared with the copy of
 # its tree (nothing changed in the source between s5 and s6; the child's
 # tree, d00, has not changed since s5).
-set -- -e "*/child@*=$S/d00" -e "*fs@s6=$T/tree-s5" -e "/vol@v=$T/img"
-for sn in s0 s1 s2 s3 s4 s5; do set -- "$@" -e "*fs@$sn=$T/tree-$sn"; done
+set -- -e "*/child@*=$S/d00" -e "*fs@s6=$TS/tree-s5" -e "/vol@v=$T/img"
+for sn in s0 s1 s2 s3 s4 s5; do set -- "$@" -e "*fs@$sn=$TS/tree-$sn"; done
 after_check "$@" bk ctl-bk "full and five incrementals"
 after_check "$@" bk2 ctl-bk2 "recv -F of an older base"
 after_check "$@" bk3 ctl-bk3 "an -I package"

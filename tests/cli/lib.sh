@@ -6,7 +6,14 @@ FERRY_SRC=${FERRY_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 FERRY=${FERRY:-$FERRY_SRC/build/ferry}
 FERRY_TOOLS=${FERRY_TOOLS:-$FERRY_SRC/build/tools}
 T=$(mktemp -d "${TMPDIR:-/tmp}/ferry-test.XXXXXX")
-trap 'chmod -R u+rwX "$T" 2>/dev/null; rm -rf "$T"' EXIT
+# TS: scratch for trees that are restored or copied only to be compared
+# (after_check's restores, a test's copies of its source trees), on tmpfs
+# when there is one: creating tens of thousands of small files on a busy
+# disk costs more than all the rest of a test. Pools stay in T.
+TS=$(mktemp -d /dev/shm/ferry-scratch.XXXXXX 2>/dev/null) || { TS=$T/scratch; mkdir "$TS"; }
+# lib_cleanup: removes T and TS; a test that sets its own EXIT trap calls it
+lib_cleanup() { chmod -R u+rwX "$T" "$TS" 2>/dev/null; rm -rf "$T" "$TS"; }
+trap lib_cleanup EXIT
 export FERRY_HOME="$T/home"
 cd "$T" || exit 1
 _n=0
@@ -120,33 +127,33 @@ after_check() {
 	fi
 	is "$(codecs "${_p%%/*}")" "$(codecs "${_c%%/*}")" \
 		"$_d: after gc, the stored blocks per codec equal the control's"
-	"$FERRY" list -H -r -t volume -o name "$_p" >"$T/ac-vols" 2>/dev/null || : >"$T/ac-vols"
-	"$FERRY" list -H -r -t snapshot -o name "$_p" >"$T/ac-snaps" 2>"$T/err" ||
+	"$FERRY" list -H -r -t volume -o name "$_p" >"$TS/ac-vols" 2>/dev/null || : >"$TS/ac-vols"
+	"$FERRY" list -H -r -t snapshot -o name "$_p" >"$TS/ac-snaps" 2>"$T/err" ||
 		{ _bad=1; diag "list $_p: $(cat "$T/err")"; }
 	_ns=0
 	while IFS= read -r _s; do
 		_ns=$((_ns + 1))
 		_rel=${_s#"$_p"}
 		_ac_want "$_rel"
-		rm -rf "$T/ac-a" "$T/ac-b"
-		if ! "$FERRY" restore "$_s" "$T/ac-a" 2>"$T/err" </dev/null; then
+		rm -rf "$TS/ac-a" "$TS/ac-b"
+		if ! "$FERRY" restore "$_s" "$TS/ac-a" 2>"$T/err" </dev/null; then
 			_bad=1; diag "restore $_s: $(cat "$T/err")"; continue
 		fi
 		if [ -z "$_acw" ]; then
-			_acw=$T/ac-b
+			_acw=$TS/ac-b
 			if ! "$FERRY" restore "$_c$_rel" "$_acw" 2>"$T/err" </dev/null; then
 				_bad=1; diag "restore of the control's $_rel: $(cat "$T/err")"; continue
 			fi
 		fi
-		if grep -Fqx -- "${_s%@*}" "$T/ac-vols"; then
-			cmp "$_acw" "$T/ac-a" >"$T/err" 2>&1 ||
+		if grep -Fqx -- "${_s%@*}" "$TS/ac-vols"; then
+			cmp "$_acw" "$TS/ac-a" >"$T/err" 2>&1 ||
 				{ _bad=1; diag "$_s: the image differs: $(head -1 "$T/err")"; }
 		else
-			"$FERRY_TOOLS/treecmp" "$_acw" "$T/ac-a" >"$T/err" 2>&1 </dev/null ||
-				{ _bad=1; diag "$_s differs from ${_acw#"$T/"}: $(head -3 "$T/err")"; }
+			"$FERRY_TOOLS/treecmp" "$_acw" "$TS/ac-a" >"$T/err" 2>&1 </dev/null ||
+				{ _bad=1; diag "$_s differs from $_acw: $(head -3 "$T/err")"; }
 		fi
-	done <"$T/ac-snaps"
-	rm -rf "$T/ac-a" "$T/ac-b"
+	done <"$TS/ac-snaps"
+	rm -rf "$TS/ac-a" "$TS/ac-b"
 	_acwhat="the control's"
 	[ -z "$_acmap" ] || _acwhat="the control's or the trees kept"
 	is "$_bad" 0 "$_d: after gc, all $_ns snapshots restore identical to $_acwhat"
