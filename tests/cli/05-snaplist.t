@@ -1,5 +1,6 @@
 #!/bin/sh
-# Snapshots in list/get output and dataset destroy rules, as zfs shows them.
+# Snapshots in list/get output and dataset destroy rules, as zfs shows them;
+# after destroy -r and gc the pool equals one that never had anything.
 . "$(dirname "$0")/lib.sh"
 mkdir -p "$T/p" "$T/src"
 echo one > "$T/src/f"
@@ -32,5 +33,8 @@ is "$(ferry list -H -o name -t all -r tank | tr '\n' ' ')" "tank tank/a tank/a@s
 run ferry destroy -r tank/a
 is "$rc" 0 "destroy -r with snapshots"
 is "$(ferry list -H -o name -t all -r tank)" "tank" "dataset and snapshots are gone"
+# the control: a pool that never had anything
+ferry pool create ctl "$T/p/ctl"
+after_check tank ctl "destroy -r"
 
 done_testing

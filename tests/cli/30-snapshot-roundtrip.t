@@ -1,7 +1,8 @@
 #!/bin/sh
 # Snapshot → restore round trip of a tree with every file type, a sparse
 # file, hardlinks, xattrs, ACLs, odd names, special modes and exact mtimes;
-# also through --format tar and --file.
+# also through --format tar and --file. Ends with gc and a comparison with
+# a control pool that captured copies of the same trees afresh.
 . "$(dirname "$0")/lib.sh"
 TREECMP="$FERRY_TOOLS/treecmp"
 mkdir -p "$T/p"
@@ -66,6 +67,7 @@ touch -d "2011-11-11 11:11:11.111111111" "$S/dir"
 ferry create -o source="$S" tank/fs
 run ferry snapshot tank/fs@one
 is "$rc" 0 "snapshot of a tree with every file type"
+cp -a "$S" "$T/copy-one"
 run ferry restore tank/fs@one "$T/r1"
 is "$rc" 0 "restore into a new directory"
 run "$TREECMP" "$S" "$T/r1"
@@ -144,6 +146,10 @@ python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[
 run ferry snapshot tank/fs@two
 is "$rc" 0 "socket does not fail the snapshot"
 like "$(cat "$T/err")" "sock: socket ignored" "socket warned about by path"
+# what @two holds: the tree without the socket, the root's mtime as it was
+cp -a "$S" "$T/copy-two"
+rm "$T/copy-two/sock"
+touch -r "$S" "$T/copy-two"
 rm "$S/sock"
 
 # unreadable file: warned, exit 3 (partial), the rest captured
@@ -162,5 +168,26 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	run ferry restore tank/fs2@x "$T/r2"
 	[ -f "$T/r2/fine" ] && [ ! -e "$T/r2/secret" ] && ok "partial snapshot holds the readable part" ||
 		not_ok "partial snapshot content"
+	# what @x holds: the readable part only, the root's mtime as it was
+	cp -a "$T/src2" "$T/copy-x"
+	rm "$T/copy-x/secret"
+	touch -r "$T/src2" "$T/copy-x"
 fi
+
+# The control: the same trees captured in one go each, from copies, into a
+# fresh pool: @two from a copy shares no inode with @one's, so it is read
+# whole where tank reused @one's files; the tar once more; fs2@x as a
+# complete capture of what the partial one could read. fs is compared
+# with the copies themselves.
+ferry pool create ctl "$T/p/ctl"
+ferry create ctl/fs
+ferry snapshot --from "$T/copy-one" ctl/fs@one
+ferry snapshot --from "$T/copy-two" ctl/fs@two
+ferry create ctl/fromtar
+ferry snapshot --from "$T/x.tar" ctl/fromtar@t
+if [ -d "$T/copy-x" ]; then
+	ferry create ctl/fs2
+	ferry snapshot --from "$T/copy-x" ctl/fs2@x
+fi
+after_check -e "/fs@one=$T/copy-one" -e "/fs@two=$T/copy-two" tank ctl "captures"
 done_testing

@@ -2,6 +2,8 @@
 # Accounting: compressratio of a gzip-7 dataset of text equals gzip -7 on
 # the same 128K records (computed here independently, within 1 %); used,
 # referenced, written, usedbysnapshots; dedup; per-codec pool figures.
+# After gc every figure equals that of a control pool that captured copies
+# of the same trees, each whole.
 . "$(dirname "$0")/lib.sh"
 mkdir -p "$T/p"
 ferry pool create tank "$T/p/tank"
@@ -14,6 +16,7 @@ find /usr/include -name '*.h' | sort | sed -n 201,230p | xargs cat >"$S/c.txt"
 ferry create -o compression=gzip-7 -o source="$S" tank/text
 run ferry snapshot tank/text@one
 is "$rc" 0 "snapshot of a text tree with gzip-7"
+cp -a "$S" "$T/copy-one"
 
 # the same records through gzip -7: zlib's stream is gzip's minus 12 bytes
 # of header and trailer; a record is kept compressed only if that saves
@@ -49,10 +52,12 @@ is "$(ferry get -H -p -o value written tank/text@one)" "$ref1" "first snapshot: 
 is "$(ferry get -H -p -o value usedbysnapshots tank/text)" 0 "one snapshot: usedbysnapshots 0"
 cp "$S/a.txt" "$S/a-copy.txt"
 run ferry snapshot tank/text@two
+cp -a "$S" "$T/copy-two"
 is "$(ferry get -H -p -o value used tank/text)" "$u" "a copy of a file is deduplicated (used unchanged)"
 is "$(ferry get -H -p -o value written tank/text@two)" 0 "nothing new written by the copy"
 rm "$S/c.txt"
 run ferry snapshot tank/text@three
+cp -a "$S" "$T/copy-three"
 ref3=$(ferry get -H -p -o value referenced tank/text@three)
 [ "$ref3" -lt "$ref1" ] && ok "removing a file lowers referenced" || not_ok "referenced $ref3 vs $ref1"
 ubs=$(ferry get -H -p -o value usedbysnapshots tank/text)
@@ -83,4 +88,15 @@ done
 is "$(ferry get -H -p -o value compressratio tank/text/lz@x)" \
 	"$(ferry get -H -p -o value refcompressratio tank/text/lz)" \
 	"and equals the dataset's refcompressratio when nothing changed since"
+
+# The control: the same trees, each captured whole from a copy (tank's
+# captures reused unchanged files; a copy shares no inode), with the same
+# codecs; lz@x holds what @three holds.
+ferry pool create ctl "$T/p/ctl"
+ferry create -o compression=gzip-7 ctl/text
+for sn in one two three; do ferry snapshot --from "$T/copy-$sn" ctl/text@$sn; done
+ferry create -o compression=lz4 ctl/text/lz
+ferry snapshot --from "$T/copy-three" ctl/text/lz@x
+after_check -e "/text@one=$T/copy-one" -e "/text@two=$T/copy-two" \
+	-e "/text@three=$T/copy-three" -e "/text/lz@x=$T/copy-three" tank ctl "captures"
 done_testing

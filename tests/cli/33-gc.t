@@ -2,6 +2,8 @@
 # Garbage collection: destroyed snapshots' blocks are reclaimed, packs that
 # are mostly garbage are rewritten, survivors restore exactly, and
 # destroying everything returns the pool to within 1 MiB of an empty one.
+# After each gc the pool's figures and blocks equal those of a control pool
+# that only ever got what is left.
 . "$(dirname "$0")/lib.sh"
 TREECMP="$FERRY_TOOLS/treecmp"
 mkdir -p "$T/p"
@@ -47,6 +49,16 @@ run "$TREECMP" --no-root "$T/copy-three" "$T/r3"
 is "$rc" 0 "@three restores identically after gc"
 run ferry gc -v tank
 like "$(cat "$T/out")" "freed 0 blocks.* 0 deleted, 0 rewritten" "a second gc has nothing to do"
+# The control never had @one: @two and @three captured whole from copies
+# of their trees, other@x from @three's.
+ferry pool create ctl "$T/p/ctl"
+ferry create -o compression=lz4 ctl/fs
+ferry snapshot --from "$T/copy-two" ctl/fs@two
+ferry snapshot --from "$T/copy-three" ctl/fs@three
+ferry create ctl/other
+ferry snapshot --from "$T/copy-three" ctl/other@x
+after_check -e "/fs@two=$T/copy-two" -e "/fs@three=$T/copy-three" -e "/other@x=$T/copy-three" \
+	tank ctl "destroy @one, gc"
 
 # a crashed writer's pack (no catalogue row) is an orphan gc removes
 head -c 100000 /dev/urandom >"$T/p/tank/packs/00000000deadbeef.pack"
@@ -66,4 +78,8 @@ end=$(du -sk "$T/p/tank" | cut -f1)
 is "$(ls "$T/p/tank/packs" | wc -l)" 0 "no pack files left"
 run ferry list -H -t snapshot -r tank
 is "$(cat "$T/out")" "" "no snapshots left"
+# the control: a pool that only ever had the dataset left, empty
+ferry pool create ctl0 "$T/p/ctl0"
+ferry create ctl0/other
+after_check tank ctl0 "destroy everything, gc"
 done_testing

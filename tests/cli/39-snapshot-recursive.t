@@ -1,6 +1,7 @@
 #!/bin/sh
 # snapshot -r: every dataset below gets the snapshot, or none does (as in
-# zfs); a dataset without a source is skipped with a warning.
+# zfs); a dataset without a source is skipped with a warning. After gc,
+# the pool equals a control whose only snapshot -r succeeded at once.
 . "$(dirname "$0")/lib.sh"
 TREECMP="$FERRY_TOOLS/treecmp"
 mkdir -p "$T/p" "$T/a" "$T/b" "$T/c"
@@ -38,4 +39,14 @@ for d in a b c; do
 done
 refused 1 "exists" "snapshot -r refuses an existing snapshot name" ferry snapshot -r tank/a@s
 is "$(ferry list -H -o name -t snapshot -r tank | wc -l)" 3 "and adds nothing"
+
+# The control: the same datasets and sources, one snapshot -r that succeeds
+# (no failed attempt before it, whose blocks gc must have freed)
+ferry pool create ctl "$T/p/ctl"
+ferry create -o source="$T/a" ctl/a
+ferry create -o source="$T/b" ctl/a/b
+ferry create -o source="$T/c" ctl/a/c
+ferry create ctl/a/nosource
+ferry snapshot -r ctl/a@s 2>/dev/null
+after_check -e "/a@s=$T/a" -e "/a/b@s=$T/b" -e "/a/c@s=$T/c" tank ctl "snapshot -r"
 done_testing

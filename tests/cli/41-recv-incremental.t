@@ -3,6 +3,9 @@
 # changed gives at most 3 % of the full stream, a renamed 10 MB file costs
 # less than 1 MiB. A full and five incrementals received into a new pool
 # restore identical to the source. -I, -R, -F, replays and wrong bases.
+# Every pool ends with gc, its figures and blocks equal to a control that
+# got the same snapshots in one go (one -R package, or one plain stream per
+# snapshot), and every snapshot restoring identical to a copy of its tree.
 . "$(dirname "$0")/lib.sh"
 TREECMP="$FERRY_TOOLS/treecmp"
 mkdir -p "$T/p"
@@ -16,6 +19,7 @@ head -c 10485760 /dev/urandom >"$S/big.bin"
 ferry pool create tank "$T/p/tank"
 ferry create -o source="$S" tank/fs
 ferry snapshot tank/fs@s0
+cp -a "$S" "$TS/tree-s0"
 ferry send tank/fs@s0 >"$T/full"
 full=$(stat -c %s "$T/full")
 is "$(find "$S" -type f | wc -l)" 2001 "a 2,000-file tree (and one 10 MB file)"
@@ -24,6 +28,7 @@ is "$(find "$S" -type f | wc -l)" 2001 "a 2,000-file tree (and one 10 MB file)"
 for d in 03 07 11 15; do for f in 010 020 030 040 050; do
 	echo "changed $d $f" >>"$S/d$d/f$f.txt"; done; done
 ferry snapshot tank/fs@s1
+cp -a "$S" "$TS/tree-s1"
 ferry send -i @s0 tank/fs@s1 >"$T/i1"
 inc=$(stat -c %s "$T/i1")
 max=$((full * 3 / 100))
@@ -36,6 +41,7 @@ like "$(head -1 "$T/est")" "^incremental	s0	tank/fs@s1	$inc\$" "-n -v -P: increm
 # 2: rename the 10 MB file
 mv "$S/big.bin" "$S/d05/renamed.bin"
 ferry snapshot tank/fs@s2
+cp -a "$S" "$TS/tree-s2"
 ferry send -i tank/fs@s1 tank/fs@s2 >"$T/i2"
 ren=$(stat -c %s "$T/i2")
 [ "$ren" -lt 1048576 ] && ok "renamed 10 MB file: stream of $ren bytes < 1 MiB" ||
@@ -44,11 +50,14 @@ ren=$(stat -c %s "$T/i2")
 # 3..5: more changes: new files, deletions, a moved directory, a modified big file
 mkdir "$S/newdir"; seq 1 50000 >"$S/newdir/numbers"; rm "$S/d01/f001.txt" "$S/d02/f002.txt"
 ferry snapshot tank/fs@s3
+cp -a "$S" "$TS/tree-s3"
 mv "$S/d09" "$S/newdir/d09-moved"
 ferry snapshot tank/fs@s4
+cp -a "$S" "$TS/tree-s4"
 printf 'patched' | dd of="$S/d05/renamed.bin" bs=1 seek=5000000 conv=notrunc 2>/dev/null
 ln "$S/newdir/numbers" "$S/hardlink"; chmod 600 "$S/d00/f000.txt"
 ferry snapshot tank/fs@s5
+cp -a "$S" "$TS/tree-s5"
 ferry send -i @s3 tank/fs@s4 >"$T/i4"
 mv4=$(stat -c %s "$T/i4")
 [ "$mv4" -lt 65536 ] && ok "moved directory: stream of $mv4 bytes resends no data" ||
@@ -66,6 +75,9 @@ for s in s1 s2 s3 s4 s5; do
 done
 is "$(ferry list -H -t snapshot -o name -r bk | tr '\n' ' ')" \
 	"bk/fs@s0 bk/fs@s1 bk/fs@s2 bk/fs@s3 bk/fs@s4 bk/fs@s5 " "all six snapshots are there"
+# bk's control: the six snapshots in one -R package
+ferry pool create -o compression=gzip-7 ctl-bk "$T/p/ctl-bk"
+ferry send -R tank/fs@s5 | ferry recv ctl-bk/fs
 ferry restore bk/fs@s5 "$T/restored"
 run "$TREECMP" "$S" "$T/restored"
 is "$rc" 0 "restored tree is identical to the source (treecmp)"
@@ -89,6 +101,10 @@ refused 1 "not the newest snapshot" "an incremental from an older base is refuse
 run sh -c "'$FERRY' send -i @s0 tank/fs@s2 | '$FERRY' recv -F bk2/fs"
 is "$rc" 0 "-F rolls back to the base and receives"
 is "$(ferry list -H -t snapshot -o name -r bk2 | tr '\n' ' ')" "bk2/fs@s0 bk2/fs@s2 " "-F dropped s1"
+# bk2's control: s0 and s2, one plain stream each, never s1 to roll back
+ferry pool create ctl-bk2 "$T/p/ctl-bk2"
+ferry send tank/fs@s0 | ferry recv ctl-bk2/fs
+ferry send -i @s0 tank/fs@s2 | ferry recv ctl-bk2/fs
 ferry send -i @s0 tank/fs@s1 >"$T/i01"
 refused 1 "does not exist" "an incremental into a missing dataset is refused" \
 	sh -c "'$FERRY' recv bk2/none <'$T/i01'"
@@ -103,6 +119,14 @@ run sh -c "'$FERRY' send -I @s1 tank/fs@s5 | '$FERRY' recv bk3/fs"
 is "$rc" 0 "-I package received"
 is "$(ferry list -H -t snapshot -o name -r bk3 | tr '\n' ' ')" \
 	"bk3/fs@s1 bk3/fs@s2 bk3/fs@s3 bk3/fs@s4 bk3/fs@s5 " "-I brings every intermediate"
+# bk3's control: the same snapshots, one plain stream each, no -I package
+ferry pool create ctl-bk3 "$T/p/ctl-bk3"
+ferry send tank/fs@s1 | ferry recv ctl-bk3/fs
+prev=s1
+for sn in s2 s3 s4 s5; do
+	ferry send -i @$prev tank/fs@$sn | ferry recv ctl-bk3/fs
+	prev=$sn
+done
 
 # -R: a dataset tree with all snapshots and properties; -d and -e names
 ferry create -o source="$S/d00" tank/fs/child
@@ -124,6 +148,11 @@ is "$rc" 1 "-e into a missing parent is refused"
 ferry create bk4/e
 run sh -c "'$FERRY' send -R tank/fs@s5 | '$FERRY' recv -e bk4/e"
 is "$(ferry list -H -o name -r bk4/e | tr '\n' ' ')" "bk4/e bk4/e/fs bk4/e/fs/child " "-R -e names"
+# bk4's control, e: the same package in one go (while the sender still has
+# s1); a: further down, the final tree in one package
+ferry pool create ctl-bk4 "$T/p/ctl-bk4"
+ferry create ctl-bk4/e
+ferry send -R tank/fs@s5 | ferry recv -e ctl-bk4/e
 # -R -F destroys what the sender no longer has
 ferry destroy tank/fs@s1
 run sh -c "'$FERRY' send -R -i @s4 tank/fs@s5 | '$FERRY' recv -F bk4/x"
@@ -133,6 +162,8 @@ is "$rc" 0 "-R -i -F incremental package received"
 is "$(ferry list -H -t snapshot -o name bk4/a/fs | tr '\n' ' ')" \
 	"bk4/a/fs@s0 bk4/a/fs@s2 bk4/a/fs@s3 bk4/a/fs@s4 bk4/a/fs@s5 bk4/a/fs@s6 " \
 	"-R -F destroyed the snapshot the sender no longer has"
+ferry create ctl-bk4/a
+ferry send -R tank/fs@s6 | ferry recv -d ctl-bk4/a
 
 # -n: a dry run checks and commits nothing
 ferry pool create bk5 "$T/p/bk5"
@@ -157,4 +188,32 @@ if command -v script >/dev/null 2>&1; then
 	like "$(cat "$T/tty.out")" "refusing to write a stream to a terminal" "send refuses a terminal"
 	is "$trc" 1 "send to a terminal exits 1"
 fi
+
+# bk's control gets the volume captured straight from the image
+ferry create -V 4M ctl-bk/vol
+ferry snapshot --from "$T/img" ctl-bk/vol@v
+# bk5 got nothing: its control is a pool that never had anything
+ferry pool create ctl-bk5 "$T/p/ctl-bk5"
+# the sender's control: what tank has left (s1 is destroyed), each tree
+# captured whole from its copy
+ferry pool create ctl-tank "$T/p/ctl-tank"
+ferry create ctl-tank/fs
+for sn in s0 s2 s3 s4 s5; do ferry snapshot --from "$TS/tree-$sn" ctl-tank/fs@$sn; done
+ferry create ctl-tank/fs/child
+ferry snapshot --from "$S/d00" ctl-tank/fs/child@s5
+ferry snapshot --from "$TS/tree-s5" ctl-tank/fs@s6
+ferry snapshot --from "$S/d00" ctl-tank/fs/child@s6
+ferry create -V 4M ctl-tank/vol
+ferry snapshot --from "$T/img" ctl-tank/vol@v
+# Every snapshot, wherever it was received, is compared with the copy of
+# its tree (nothing changed in the source between s5 and s6; the child's
+# tree, d00, has not changed since s5).
+set -- -e "*/child@*=$S/d00" -e "*fs@s6=$TS/tree-s5" -e "/vol@v=$T/img"
+for sn in s0 s1 s2 s3 s4 s5; do set -- "$@" -e "*fs@$sn=$TS/tree-$sn"; done
+after_check "$@" bk ctl-bk "full and five incrementals"
+after_check "$@" bk2 ctl-bk2 "recv -F of an older base"
+after_check "$@" bk3 ctl-bk3 "an -I package"
+after_check "$@" bk4 ctl-bk4 "-R -d, -R -e, -R -i -F"
+after_check "$@" bk5 ctl-bk5 "recv -n"
+after_check "$@" tank ctl-tank "the sender, after destroy of s1"
 done_testing

@@ -5,7 +5,8 @@
 # wrong sizes, absurd counts, a root inside the tree, a NODE over the
 # maximum, an unknown required feature: each is refused with one line, the
 # pool is unchanged and nothing is written outside it. A valid stream with
-# symlinks pointing out restores inside its target only.
+# symlinks pointing out restores inside its target only. After gc, the
+# pool equals one that only ever got the two valid streams.
 . "$(dirname "$0")/lib.sh"
 mkdir -p "$T/p" "$T/h" "$T/outside"
 "$FERRY_TOOLS/mkhostile" "$T/h" || { not_ok "mkhostile"; done_testing; exit 1; }
@@ -43,4 +44,8 @@ is "$(readlink "$T/outside/r/abs")" "/tmp" "the absolute symlink is restored as 
 is "$(readlink "$T/outside/r/up")" "../../../../../../.." "the upward symlink is restored as a symlink"
 is "$(ls "$T/outside")" "r" "restore wrote nothing beside its target"
 is "$(cat "$T/outside/r/file")" "hello" "the file beside them is intact"
+ferry pool create -o compression=gzip-7 ctl "$T/p/ctl"
+ferry recv ctl/ok <"$T/h/ok.stream"
+ferry recv ctl/escape <"$T/h/escape.stream"
+after_check bk ctl "hostile streams refused, then two valid ones"
 done_testing

@@ -3,6 +3,7 @@
 # recv -s keep their partial state; `ferry get receive_resume_token` and
 # `ferry send -t` complete each one, with data identical to the source.
 # Also recv -A, and a fresh stream refused while a partial state exists.
+# After gc, the pool equals one whose datasets got the stream in one go.
 . "$(dirname "$0")/corrupt.sh"
 corrupt_setup
 ferry send -c tank/fs@a >"$T/stream"
@@ -22,4 +23,6 @@ is "$rc" 0 "the whole stream is then received afresh"
 # without -s nothing is kept
 ferry recv bk/nos <"$T/cut" 2>/dev/null
 is "$(ferry list -H -o name bk/nos 2>/dev/null)" "" "without -s an interrupted receive leaves nothing"
+ferry recv ctl/aborted <"$T/stream"
+after_check -e "/s45-*@a=$T/want" bk ctl "50 resumed receives, recv -A"
 done_testing

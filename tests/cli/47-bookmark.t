@@ -5,6 +5,8 @@
 # tree's nodes) `send -i #mark` still gives the very stream `send -i @s1`
 # gave, the backup receives it and restores identical; bad input is refused
 # with one line and nothing changed; destroy -r takes the bookmarks along.
+# After destroy @s1 and gc, after the send from the bookmark, and at the
+# end, every pool equals a control that never had what was destroyed.
 . "$(dirname "$0")/lib.sh"
 TREECMP="$FERRY_TOOLS/treecmp"
 mkdir -p "$T/p"
@@ -52,13 +54,15 @@ refused 1 "bookmark properties cannot be changed" "a bookmark has no settable pr
 	ferry set user:x=1 tank/fs#b1
 
 # ---- a full send, changes, @s2 ----
-ferry send tank/fs@s1 | ferry recv bk/fs
+ferry send tank/fs@s1 >"$T/full1"
+ferry recv bk/fs <"$T/full1"
 rm "$S/big"
 echo more >>"$S/text"
 # two records of an unchanged file in a new one: WRITE_BYREF from the base
 { head -c 262144 "$S/keep"; head -c 100000 /dev/urandom; } >"$S/mixed"
 head -c 200000 /dev/urandom >"$S/new"
 ferry snapshot tank/fs@s2
+cp -a "$S" "$T/tree-s2"
 ferry send -i @s1 tank/fs@s2 >"$T/from-snap"
 ferry send -i '#b1' tank/fs@s2 >"$T/from-mark0"
 run cmp "$T/from-snap" "$T/from-mark0"
@@ -107,8 +111,23 @@ is "$rc" 0 "the backup's @s2 restores identical to the source (treecmp)"
 [ "$rc" = 0 ] || diag "$(cat "$T/out")"
 is "$(ferry get -H -o value guid bk/fs@s2)" "$(ferry get -H -o value guid tank/fs@s2)" \
 	"the backup has the sender's @s2"
+# tank's control never had @s1: @s2 captured whole from a copy of its tree,
+# and so it cannot have the bookmarks of @s1 either (-B: their names are
+# checked above; they have no figures)
+ferry pool create ctl-tank "$T/p/ctl-tank"
+ferry create ctl-tank/fs
+ferry snapshot --from "$T/tree-s2" ctl-tank/fs@s2
+ferry create ctl-tank/other
+ferry snapshot --from "$T/osrc" ctl-tank/other@o1
+after_check -B -e "/fs@s2=$T/tree-s2" -e "/other@o1=$T/osrc" tank ctl-tank "destroy @s1 and gc"
+# bk's control: the full stream, then the stream from the bookmark, whole
+ferry pool create ctl-bk "$T/p/ctl-bk"
+ferry recv ctl-bk/fs <"$T/full1"
+ferry recv ctl-bk/fs <"$T/from-mark"
+after_check -e "/fs@s2=$T/tree-s2" bk ctl-bk "a resumed receive from a bookmark"
 ferry pool create bk2 "$T/p/bk2"
-ferry send tank/fs@s2 | ferry recv bk2/fs
+ferry send tank/fs@s2 >"$T/full2"
+ferry recv bk2/fs <"$T/full2"
 ferry snapshot tank/fs@s3 >/dev/null
 run sh -c "'$FERRY' send -i '#b1' tank/fs@s3 | '$FERRY' recv bk2/fs"
 is "$rc" 1 "a receiver without the bookmark's snapshot refuses the stream"
@@ -162,6 +181,7 @@ is "$(ferry list -H -o name -t bookmark -r tank/fs)" "" "a new dataset of that n
 # ---- rollback and bookmarks of later snapshots (as zfs rollback) ----------------------
 ferry create -o source="$S" tank/rb
 ferry snapshot tank/rb@r1
+cp -a "$S" "$T/tree-r1"
 ferry bookmark tank/rb@r1 tank/rb#m1
 echo more >"$S/rb-extra"
 ferry snapshot tank/rb@r2
@@ -177,4 +197,19 @@ is "$(ferry list -H -o name -t all -r tank/rb | tr '\n' ' ')" "tank/rb tank/rb@r
 	"rollback -r destroyed the later bookmark, kept the one of its own snapshot"
 rm -f "$S/rb-extra"
 
+# The controls at the end: bk2 only ever got the full stream of @s2; tank
+# only what is left (a new, empty fs; other@o1 and rb@r1 captured whole,
+# with their bookmarks), never rb@r2, its bookmark or the old fs.
+ferry pool create ctl-bk2 "$T/p/ctl-bk2"
+ferry recv ctl-bk2/fs <"$T/full2"
+after_check -e "/fs@s2=$T/tree-s2" bk2 ctl-bk2 "a refused stream from a bookmark"
+ferry pool create ctl-end "$T/p/ctl-end"
+ferry create ctl-end/fs
+ferry create ctl-end/other
+ferry snapshot --from "$T/osrc" ctl-end/other@o1
+ferry bookmark ctl-end/other@o1 ctl-end/other#ob
+ferry create ctl-end/rb
+ferry snapshot --from "$T/tree-r1" ctl-end/rb@r1
+ferry bookmark ctl-end/rb@r1 ctl-end/rb#m1
+after_check -e "/other@o1=$T/osrc" -e "/rb@r1=$T/tree-r1" tank ctl-end "destroy -r, rollback -r"
 done_testing

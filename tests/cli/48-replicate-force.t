@@ -4,6 +4,8 @@
 # there; without -F nothing is destroyed; an -I package (no TREE flag)
 # never destroys a dataset; a truncated, bit-flipped or overlong -R stream
 # leaves the backup exactly as it was (the -F package is all or nothing).
+# After gc, every backup equals a control that got what it holds in one go
+# and never had what -F destroyed.
 . "$(dirname "$0")/lib.sh"
 TREECMP="$FERRY_TOOLS/treecmp"
 mkdir -p "$T/p"
@@ -21,6 +23,11 @@ ferry create -o source="$T/src/b" tank/a/b
 ferry create -o source="$T/src/c" tank/a/c
 ferry snapshot -r tank/a@1
 ferry send -R tank/a@1 >"$T/r1"
+# for the controls: each @1 alone, and the trees of @1 that change
+for d in b c; do ferry send "tank/a/$d@1" >"$T/$d.1"; done
+ferry send tank/a@1 >"$T/a.1"
+cp -a "$T/src/a" "$T/tree-a1"
+cp -a "$T/src/b" "$T/tree-b1"
 like "$(ferry dump <"$T/r1" | sed -n 3p)" "flags = props,replicate,tree \(0x16\)" \
 	"send -R writes a PACKAGE with the TREE flag"
 
@@ -147,4 +154,53 @@ run sh -c "'$FERRY' recv -d -F bk5/h <'$T/r12'"
 is "$rc" 0 "-R -d -F received"
 is "$(ferry list -r -H -o name bk5 | tr '\n' ' ')" "bk5 bk5/h bk5/h/a bk5/h/a/b bk5/h/a/d bk5/h/sibling " \
 	"-d -F: destroys below the received top only (the sibling stays)"
+
+# The controls: what each backup holds, in one go (the -R package of @2
+# where a backup has the sender's whole tree, single streams of @1 where it
+# kept what the sender no longer has), never what -F destroyed.
+extras() { # extras POOL: the datasets outside the receive target
+	ferry create -o source="$T/src/c" "$1/other"
+	ferry snapshot "$1/other@keep"
+	ferry create -o source="$T/src/c" "$1/ab"
+	ferry snapshot "$1/ab@keep"
+}
+ferry pool create ctl1 "$T/p/ctl1"   # without -F: c and x stay
+ferry send -R tank/a@2 | ferry recv ctl1/a
+ferry recv ctl1/a/c <"$T/c.1"
+ferry create ctl1/a/x
+extras ctl1
+ferry pool create ctl2 "$T/p/ctl2"   # -F: the sender's tree
+ferry send -R tank/a@2 | ferry recv ctl2/a
+extras ctl2
+ferry pool create ctl3 "$T/p/ctl3"   # -I -F: a alone moves to @2
+ferry recv ctl3/a <"$T/a.1"
+ferry send -i @1 tank/a@2 | ferry recv ctl3/a
+ferry recv ctl3/a/b <"$T/b.1"
+ferry recv ctl3/a/c <"$T/c.1"
+ferry create ctl3/a/x
+extras ctl3
+ferry pool create ctl5 "$T/p/ctl5"   # -d -F below h, the sibling stays
+ferry create ctl5/h
+ferry send -R tank/a@2 | ferry recv -d ctl5/h
+ferry create ctl5/h/sibling
+# every snapshot compared with its tree (the sources of @2 and c have not
+# changed since)
+set -- -e "*/a@1=$T/tree-a1" -e "*/b@1=$T/tree-b1" -e "*/c@1=$T/src/c" \
+	-e "*/a@2=$T/src/a" -e "*/b@2=$T/src/b" -e "*/d@2=$T/src/d" -e "*@keep=$T/src/c"
+after_check "$@" bk1 ctl1 "recv of an -R package without -F"
+after_check "$@" bk2 ctl2 "recv -F of an -R package"
+after_check "$@" bk3 ctl3 "recv -F of an -I package"
+after_check "$@" bk4 ctl2 "damaged -R -F streams refused, then the intact one"
+after_check "$@" bk5 ctl5 "recv -d -F of an -R package"
+# the sender without c: a, b and d captured whole from their trees
+ferry pool create ctl-tank "$T/p/ctl-tank"
+ferry create ctl-tank/a
+ferry snapshot --from "$T/tree-a1" ctl-tank/a@1
+ferry snapshot --from "$T/src/a" ctl-tank/a@2
+ferry create ctl-tank/a/b
+ferry snapshot --from "$T/tree-b1" ctl-tank/a/b@1
+ferry snapshot --from "$T/src/b" ctl-tank/a/b@2
+ferry create ctl-tank/a/d
+ferry snapshot --from "$T/src/d" ctl-tank/a/d@2
+after_check "$@" tank ctl-tank "the sender, after destroy -r of a child"
 done_testing

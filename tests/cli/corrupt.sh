@@ -65,7 +65,9 @@ corrupt_run() {
 # corrupt_resume STREAM DESC SEED SNAP [BASE_STREAM]: with recv -s, each of
 # 50 truncations of STREAM is resumed with send -t and ends identical to
 # SNAP (a snapshot of tank) — into a fresh dataset per case, which first
-# gets BASE_STREAM when STREAM is incremental.
+# gets BASE_STREAM when STREAM is incremental. Leaves SNAP's tree in
+# $T/want, and ctl, a gzip-7 pool whose 50 datasets of the same names got
+# BASE_STREAM and STREAM each in one go: the control for after_check.
 corrupt_resume() {
 	_s=$1 _d=$2 _seed=$3 _want=$4 _base=${5:-}
 	ferry restore "$_want" "$T/want"
@@ -113,4 +115,9 @@ corrupt_resume() {
 	is "$_fail" 0 "$_d: after gc, every resumed snapshot restores identical with the source's logicalreferenced"
 	[ "$_resumed" -ge 40 ] && ok "$_d: $_resumed of 50 cases resumed from a token" ||
 		not_ok "$_d: only $_resumed of 50 cases resumed from a token"
+	ferry pool create -o compression=gzip-7 ctl "$T/p/ctl"
+	for i in $(seq 1 50); do
+		[ -n "$_base" ] && ferry recv "ctl/s$_seed-$i" <"$_base"
+		ferry recv "ctl/s$_seed-$i" <"$_s"
+	done
 }
