@@ -37,7 +37,7 @@ killed=$(awk '{ k += $4 } END { print k + 0 }' "$T/results")
 [ "$killed" -ge 50 ] && ok "$killed points killed in all" || not_ok "only $killed points killed, fewer than 50"
 is "$rc" 0 "tests/torture/kill.sh exits 0"
 [ -f "$T/results.failures" ] && diag "$(cat "$T/results.failures")"
-diag "$(sed -n '/^scenario/,/^total/p' "$T/kill.out")"
+diag "$(sed -n '/^operation/,/^total/p' "$T/kill.out")"
 
 sh "$KILLSH" --selftest -w "$SHM/st" -r "$T/selftest" >"$T/st.out" 2>&1
 rc=$?

@@ -8,51 +8,84 @@
 #                            [-r RESULTS] [--at SYSCALL:N] [--keep]
 #   sh tests/torture/kill.sh --selftest [-w DIR] [-r RESULTS]
 #
-# For each scenario (see SCENARIOS below) the operation is first run once
-# under strace without injection: that run is the control (its pool after
-# gc is what every killed run must end as) and its trace is the profile.
-# Every write-class system call of the profile is a kill point, named by
-# the call and its per-thread ordinal, since that is how strace counts
-# (`-e inject=SYSCALL:signal=KILL:when=N`, "accounting ... is done per
-# syscall and per tracee"); write, pwrite64, fsync, rename, unlink,
-# ftruncate, openat with O_CREAT, ... At most POINTS of them (default 200),
-# spread evenly over the whole profile, are then each run on a fresh copy
-# of the scenario's pools: the operation is killed at that call, and
+# Scenarios (SCENARIOS below), each small but real: a tree of ~350 files
+# in nested directories (text and random, 0 to 9 KB, a 300 KB file, sparse
+# and all-zero files, hardlinks, symlinks, a fifo, odd modes, owners and an
+# xattr) in datasets of recordsize 4K, so there are many blocks:
+#   capture-full      snapshot of a new dataset
+#   capture-incr      snapshot after a day of changes in the source
+#   recv-full         recv of a `send -p` full stream into a new dataset of
+#                     a gzip-6 pool (every block recompressed on workers)
+#   recv-incr         recv of a `send -c -p -i` stream (lz4 blocks re-encoded)
+#   recv-resume       recv -s of the `send -t` stream of a full stream cut
+#                     in half (the partial state of the first recv -s)
+#   recv-resume-incr  the same with the incremental stream
+#   gc                a destroyed snapshot's pack mostly garbage (rewritten),
+#                     a destroyed dataset's pack all garbage (deleted), a
+#                     bookmark, a pack left by a killed capture, compaction
+#   destroy-r         a dataset with snapshots, a bookmark and a child
+#   rollback-r        to the first of three snapshots, with bookmarks
+#
+# For each, the operation first runs once under strace without injection:
+# that run is the control (its pools, after gc, are what every killed run
+# must end as) and its trace the profile. Every write-class call of the
+# profile (write, pwrite64, fsync, fdatasync, rename, unlink, ftruncate,
+# fallocate, mkdir, openat with O_CREAT, ...: WSET) is a kill point, named
+# by the call and its ordinal in its thread, since strace counts so
+# (`-e inject=CALL:signal=KILL:when=N`: "accounting ... is done per syscall
+# and per tracee"; a point that two threads share kills at the first of
+# them to reach it). At most POINTS of them (default 200), spread evenly
+# over the whole profile, first and last included, are then each run on a
+# fresh copy of the scenario's pools; the operation is killed as it enters
+# that call, and then:
 #   integrity  PRAGMA integrity_check and foreign_key_check are clean on a
-#              copy of catalog.db and its WAL taken before anything else
-#              opens the pool (a copy, so the check neither checkpoints nor
-#              deletes the WAL ferry must recover from, and sees exactly
-#              the durable state; it is what a reboot would find)
+#              copy of catalog.db and its WAL (no -shm) taken before
+#              anything opens the pool again: a copy, so the check neither
+#              checkpoints nor deletes the WAL that ferry itself must then
+#              recover from, and without the -shm it rebuilds the WAL index
+#              from what is on disk, as after a reboot
 #   packs      every pack the catalogue lists exists, is not shorter than
-#              recorded, and every block row lies inside it
-#   open       `ferry list -t all -r` opens every pool of the scenario
-#   names      the datasets, snapshots and bookmarks are the state before
-#              or the state after the operation (atomic operations), or in
-#              between (destroy -r: after <= now <= before)
-#   token      recv -s: the snapshot exists, or a resume token does, never
-#              both and never neither
-#   restore    every snapshot there restores identical to the tree it was
-#              taken of (build/tools/treecmp)
-#   retry      the operation run again (when it had not completed) succeeds
+#              recorded, and every block row lies inside its pack
+#   open       `ferry list -t all -r` opens every pool (ferry is the first
+#              to open the pool itself after the kill)
+#   names      the datasets, snapshots and bookmarks are those before or
+#              those after the operation (destroy -r: after <= now <= before)
+#   props      so are the properties that have a source (destroy -r: those
+#              of what is left are unchanged)
+#   figures    so are the space figures (atomic operations)
+#   token      recv -s: the snapshot or a resume token exists, not both
+#   restore    every snapshot restores identical to the tree it was taken
+#              of (build/tools/treecmp: content, modes, owners, times,
+#              links, xattrs, holes)
+#   retry      the operation run again, if it had not completed, succeeds
 #   gc         ferry gc succeeds; then integrity and packs again, and
 #   orphans    every file under packs/ is a pack the catalogue lists
-#   files      the pool directory holds the same other files as the control
-#   figures    `ferry list -H -p -r -t all -o name,type,used,...,written`
-#   codecs     the per-codec table of `ferry pool status`
-#              both equal the control's; and every snapshot restores again.
-# A point whose operation completed before its call came (the run differs
-# from the profile) is counted as "not hit" and checked all the same.
+#   disk       the packs on disk are as many and as large as the control's
+#   files      the pool holds the same other files as the control's
+#   names, props, token as after the operation, and
+#   figures    `ferry list -H -p -r -t all -o name,type,used,referenced,
+#              logicalused,logicalreferenced,written` and
+#   codecs     the codec table of `ferry pool status` equal the control's;
+#   restore    every snapshot restores identical again.
+# A point whose operation completed before its call came (the run took
+# another path than the profile) is counted "not hit" and checked the same.
+# The work runs in /dev/shm when there is one: a kill -9 leaves the page
+# cache as it was, so nothing here depends on the disk, and tmpfs makes it
+# 3 times faster with the same calls. (Power loss is another test.)
 #
-# At the end a table: per scenario the profile's write-class calls, the
-# points run, those that killed, failed points and seconds. Exit status 0
-# when no point failed and at least MIN points killed (default 0), 1 on a
-# failure, 2 when the harness itself cannot run. Failures are described in
-# WORKDIR/failures.log with a command that reproduces each (--at, --keep).
+# At the end a table: per operation the write-class calls of the profile,
+# the distinct points, those run, killed and not hit, the failed ones and
+# the seconds. Exit status 0 when no point failed and at least MIN points
+# (default 0) killed, 1 otherwise, 2 when the harness cannot run. Each
+# failure is printed with the checks that failed, the calls before the kill
+# and a command that reproduces it (-s SCEN --at CALL:N --keep -w DIR).
 #
-# --selftest breaks finished pools on purpose (a pack deleted or cut, a
-# catalogue page overwritten, a row deleted or changed, a stray file, a
-# leftover dataset or resume token) and checks that the check meant for it
-# reports; it exits 1 if one does not.
+# --selftest breaks finished pools on purpose (a pack deleted, cut or
+# grown, a block byte or row changed, a catalogue page overwritten, a
+# dangling row, a stray file or pack, a leftover dataset, snapshot,
+# property or resume token, a lost token, a pool that does not open, an
+# operation that cannot be redone, a gc that cannot run) and checks that
+# the check meant for each reports it; it exits 1 if one does not.
 set -u
 
 FERRY_SRC=${FERRY_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -91,9 +124,7 @@ die() { echo "kill.sh: $*" >&2; exit 2; }
 for x in "$FERRY" "$TREECMP" "$PRNG"; do [ -x "$x" ] || die "$x is missing: run make first"; done
 command -v strace >/dev/null || die "strace is not installed (apt-get install strace)"
 command -v "$SQLITE" >/dev/null || die "the sqlite3 command is not installed"
-# A kill -9 leaves the page cache as it was, so what this tests does not
-# depend on the disk: tmpfs, where fsync costs nothing, runs it 3 times faster
-# with the very same system calls.
+# /dev/shm when there is one (see the top)
 if [ -z "$W" ]; then
 	_tmp=${TMPDIR:-/tmp}
 	[ -d /dev/shm ] && [ -w /dev/shm ] && _tmp=/dev/shm
@@ -189,6 +220,12 @@ now() { date +%s; }
 
 # names POOL: every dataset, snapshot and bookmark, one a line, sorted.
 names() { fl list -H -t all -r -o name "$1" 2>/dev/null | LC_ALL=C sort; }
+# props POOL: every property that has a source (local, received, inherited,
+# default), of every dataset, snapshot and bookmark, sorted.
+props() {
+	fl get -H -r -t all -o name,property,value,source all "$1" 2>/dev/null |
+		awk -F '\t' '$4 != "-"' | LC_ALL=C sort
+}
 figures() { fl list -H -p -r -t all -o name,type,used,referenced,logicalused,logicalreferenced,written "$1"; }
 codecs() { fl pool status "$1" | sed -n '/CODEC/,$p'; }
 # files POOLDIR: the pool's files other than packs and the WAL's two.
@@ -266,6 +303,19 @@ diff_names() {
 	_b=$(printf '%s\n' "$NOW" | LC_ALL=C comm -13 - "$SD/before" | tr '\n' ' ')
 	echo "has ${_a:-nothing more} and lacks ${_b:-nothing} of the state before"
 }
+# chk_props STAGE: the properties are those before or after the operation
+# (destroy -r: those of the datasets left are as before).
+chk_props() {
+	for _p in $POOLS; do props "$_p"; done >"$PT/props"
+	case $KIND in
+	atomic)
+		cmp -s "$PT/props" "$SD/props0" || cmp -s "$PT/props" "$SD/props1" ||
+			fail props "$1: neither the properties before nor after the operation: $(diff "$SD/props1" "$PT/props" | grep '^[<>]' | head -4 | tr '\n' ' ')" ;;
+	monotone)
+		_extra=$(LC_ALL=C comm -23 "$PT/props" "$SD/props0" | head -4)
+		[ -z "$_extra" ] || fail props "$1: properties the state before did not have: $(echo $_extra)" ;;
+	esac
+}
 # chk_figs STAGE: an atomic operation's space figures are those before or
 # those after it (before gc: what a half-done commit would get wrong).
 chk_figs() {
@@ -324,6 +374,9 @@ chk_final() {
 	done
 	NOW=$(for _p in $POOLS; do names "$_p"; done)
 	[ "$NOW" = "$AFTER" ] || fail names "after retry and gc: not the state after the operation: $(echo $NOW)"
+	for _p in $POOLS; do props "$_p"; done >"$PT/props"
+	cmp -s "$PT/props" "$SD/props1" ||
+		fail props "after retry and gc: not the properties after the operation: $(diff "$SD/props1" "$PT/props" | grep '^[<>]' | head -4 | tr '\n' ' ')"
 	chk_token "after gc"
 	chk_restore "after gc"
 }
@@ -332,6 +385,7 @@ after_kill() {
 	chk_cat "after the kill"
 	chk_open "after the kill"
 	chk_names "after the kill"
+	chk_props "after the kill"
 	chk_figs "after the kill"
 	chk_token "after the kill"
 	chk_restore "after the kill"
@@ -356,11 +410,13 @@ origin() { # the pool the streams come from, and the streams
 	fo pool create tank "$W/origin/tank" &&
 		cp -a "$W/A" "$W/origin/src" &&
 		fo create -o source="$W/origin/src" -o recordsize=4K tank/fs &&
+		fo set compression=gzip-1 ferry:owner=alice tank/fs &&
 		fo snapshot tank/fs@a &&
 		mutate "$W/origin/src" 1 &&
+		fo set ferry:stage=b compression=lz4 tank/fs &&
 		fo snapshot tank/fs@b &&
-		fo send tank/fs@a >"$W/origin/full" &&
-		fo send -c -i @a tank/fs@b >"$W/origin/incr" || die "cannot make the origin pool"
+		fo send -p tank/fs@a >"$W/origin/full" &&
+		fo send -c -p -i @a tank/fs@b >"$W/origin/incr" || die "cannot make the origin pool"
 }
 # cut_resume STREAM: recv -s of STREAM's first half into bk/fs, and the
 # stream `send -t` makes from its token, in $SD/resume.
@@ -483,18 +539,22 @@ retry_rollback_r() { retry_atomic; }
 
 # ---- the profile and the points -----------------------------------------------------
 # points TRACE: the kill points of a profile, in the order the calls came:
-# "syscall:N" with N the call's ordinal in its thread, each once.
+# "syscall:N" with N the call's ordinal in its thread, each once (a point
+# two threads share kills at the first to reach it). The number of
+# write-class calls goes to $SD/calls.
 points() {
-	awk '
+	awk -v out="$SD/calls" '
 	{
 		pid = $1; call = $2
 		if (call !~ /^[a-z_0-9]+\(/) next
 		sub(/\(.*/, "", call)
 		n = ++count[pid, call]
 		if ((call == "openat" || call == "open") && $0 !~ /O_CREAT/) next
+		calls++
 		key = call ":" n
 		if (!(key in seen)) { seen[key] = 1; print key }
-	}' "$1"
+	}
+	END { print calls + 0 >out }' "$1"
 }
 # spread M K: K indices from 1..M, evenly spread, first and last included.
 spread() {
@@ -522,6 +582,7 @@ scenario() {
 	BEFORE=$(for _p in $POOLS; do names "$_p"; done)
 	printf '%s\n' "$BEFORE" >"$SD/before"
 	for _p in $POOLS; do figures "$_p" >"$SD/figures0.$_p" 2>&1; done
+	for _p in $POOLS; do props "$_p"; done >"$SD/props0"
 	cp -a "$L" "$SD/pristine" || die "cannot copy $L"
 	# the control: the operation once, traced but not killed, then gc
 	WRAP="strace -f -qq -o $SD/profile -e trace=$WSET"
@@ -530,6 +591,7 @@ scenario() {
 	AFTER=$(for _p in $POOLS; do names "$_p"; done)
 	printf '%s\n' "$AFTER" >"$SD/after"
 	for _p in $POOLS; do figures "$_p" >"$SD/figures1.$_p" 2>&1; done
+	for _p in $POOLS; do props "$_p"; done >"$SD/props1"
 	rm -rf "$SD/postop" && cp -a "$L" "$SD/postop"
 	for _p in $POOLS; do
 		fl gc -v "$_p" >>"$SD/control.log" 2>&1 || die "$NAME: gc of the control failed"
@@ -588,7 +650,7 @@ scenario() {
 		fi
 	done <"$SD/chosen"
 	_secs=$(($(now) - _t0))
-	printf '%-17s %6s %6s %6s %7s %6s %7s\n' "$NAME" "$_m" "$_run" "$_killed" "$_missed" "$_failed" "$_secs" >>"$W/table"
+	printf '%-17s %6s %6s %6s %6s %7s %6s %7s\n' "$NAME" "$(cat "$SD/calls")" "$_m" "$_run" "$_killed" "$_missed" "$_failed" "$_secs" >>"$W/table"
 	[ -n "$RESULTS" ] && echo "$NAME $_m $_run $_killed $_missed $_failed $_secs" >>"$RESULTS"
 	echo "$NAME: $_run points of $_m, $_killed killed, $_missed not hit, $_failed failed, ${_secs}s" >&2
 	[ "$KEEP" = 1 ] || rm -rf "$SD/pristine" "$SD/postop" "$SD/final" "$L"
@@ -644,6 +706,7 @@ br_token() {
 	sqp bk "INSERT INTO recv_partial(ds, token, to_guid, from_guid, pos, created)
 		VALUES('$TOKEN_DS', '1-0123456789abcdef', 1, 0, 0, 0);"
 }
+br_prop() { fl set ferry:junk=1 bk/fs; }
 br_no_pool() { rm "$L/bk/ferry.pool"; }
 br_no_base() { fl destroy bk/fs@a; }
 br_gc_busy() { # this shell holds the pool's lock shared, as a restore would
@@ -669,6 +732,7 @@ selftest() {
 	st_case "a row naming a missing dataset" postop integrity br_dangling_row
 	st_case "a snapshot's block reference deleted" postop restore br_lose_ref
 	st_case "a dataset left behind" postop names br_extra_ds
+	st_case "a property set behind the operation's back" postop props br_prop
 	st_case "a pool that does not open" postop open br_no_pool
 	st_case "an operation that cannot be redone" pristine retry br_no_base
 	st_case "a gc that cannot run" postop gc br_gc_busy
@@ -696,15 +760,18 @@ if [ "$SELFTEST" = 1 ]; then
 fi
 for s in $SCENARIOS; do scenario "$s"; done
 echo
-printf '%-17s %6s %6s %6s %7s %6s %7s\n' scenario calls points killed not-hit failed seconds
+# calls: write-class calls in the profile; distinct: kill points among them
+# (call and ordinal in its thread); run: the points chosen; killed: those
+# whose operation died at its call; not-hit: completed before it came
+printf '%-17s %6s %6s %6s %6s %7s %6s %7s\n' operation calls distinct run killed not-hit failed seconds
 cat "$W/table"
-awk -v t=$(($(now) - T0)) '{ c += $2; p += $3; k += $4; m += $5; f += $6 }
-	END { printf "%-17s %6d %6d %6d %7d %6d %7d\n", "total", c, p, k, m, f, t }' "$W/table"
-TOTAL_KILLED=$(awk '{ k += $4 } END { print k + 0 }' "$W/table")
-TOTAL_FAILED=$(awk '{ f += $6 } END { print f + 0 }' "$W/table")
+awk -v t=$(($(now) - T0)) '{ c += $2; d += $3; p += $4; k += $5; m += $6; f += $7 }
+	END { printf "%-17s %6d %6d %6d %6d %7d %6d %7d\n", "total", c, d, p, k, m, f, t }' "$W/table"
+TOTAL_KILLED=$(awk '{ k += $5 } END { print k + 0 }' "$W/table")
+TOTAL_FAILED=$(awk '{ f += $7 } END { print f + 0 }' "$W/table")
 if [ "$TOTAL_FAILED" -gt 0 ]; then
 	echo
-	echo "$TOTAL_FAILED points failed; details in $FAILLOG:"
+	echo "$TOTAL_FAILED points failed:"
 	cat "$FAILLOG"
 	[ -n "$RESULTS" ] && cp "$FAILLOG" "$RESULTS.failures"
 	exit 1
