@@ -51,6 +51,6 @@ while read -r _ rest; do
 done <<EOF
 $(grep "^selftest " "$T/selftest")
 EOF
-[ "$n" -ge 15 ] && ok "$n self-test cases ran" || { not_ok "only $n self-test cases ran"; diag "$(tail -5 "$T/st.out")"; }
+[ "$n" -ge 25 ] && ok "$n self-test cases ran" || { not_ok "only $n self-test cases ran"; diag "$(tail -5 "$T/st.out")"; }
 is "$rc" 0 "kill.sh --selftest exits 0"
 done_testing

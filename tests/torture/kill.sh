@@ -707,6 +707,9 @@ br_token() {
 		VALUES('$TOKEN_DS', '1-0123456789abcdef', 1, 0, 0, 0);"
 }
 br_prop() { fl set ferry:junk=1 bk/fs; }
+br_tank_ds() { fl create tank/new; }
+br_tank_lose_snap() { fl destroy tank/keep@x; }
+br_tank_prop() { fl set ferry:junk=1 tank/keep; }
 br_no_pool() { rm "$L/bk/ferry.pool"; }
 br_no_base() { fl destroy bk/fs@a; }
 br_gc_busy() { # this shell holds the pool's lock shared, as a restore would
@@ -747,6 +750,11 @@ selftest() {
 	SCN=recv_resume
 	st_case "a resume token left beside the snapshot" postop token br_token
 	st_case "no resume token and no snapshot" pristine token br_drop_token
+	scenario destroy-r
+	SCN=destroy_r
+	st_case "destroy -r: a dataset the state before did not have" postop names br_tank_ds
+	st_case "destroy -r: a snapshot gone before its dataset is destroyed" pristine names br_tank_lose_snap
+	st_case "destroy -r: a property of what is left changed" postop props br_tank_prop
 }
 
 # ---- main ------------------------------------------------------------------------------
