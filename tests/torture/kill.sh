@@ -303,27 +303,39 @@ diff_names() {
 	_b=$(printf '%s\n' "$NOW" | LC_ALL=C comm -13 - "$SD/before" | tr '\n' ' ')
 	echo "has ${_a:-nothing more} and lacks ${_b:-nothing} of the state before"
 }
-# chk_props STAGE: the properties are those before or after the operation
-# (destroy -r: those of the datasets left are as before).
+# side FILE0 FILE1 GOT: the file GOT equals, on the side the names are on
+# (before or after the operation; either when they are on neither).
+side() {
+	if [ "$NOW" = "$BEFORE" ] && [ "$NOW" != "$AFTER" ]; then cmp -s "$1" "$3"
+	elif [ "$NOW" = "$AFTER" ] && [ "$NOW" != "$BEFORE" ]; then cmp -s "$2" "$3"
+	else cmp -s "$1" "$3" || cmp -s "$2" "$3"; fi
+}
+side_name() {
+	if [ "$NOW" = "$BEFORE" ] && [ "$NOW" != "$AFTER" ]; then echo "before"
+	elif [ "$NOW" = "$AFTER" ] && [ "$NOW" != "$BEFORE" ]; then echo "after"
+	else echo "before or after"; fi
+}
+# chk_props STAGE: the properties are those of the side the names are on
+# (destroy -r: those of what is left are unchanged).
 chk_props() {
 	for _p in $POOLS; do props "$_p"; done >"$PT/props"
 	case $KIND in
 	atomic)
-		cmp -s "$PT/props" "$SD/props0" || cmp -s "$PT/props" "$SD/props1" ||
-			fail props "$1: neither the properties before nor after the operation: $(diff "$SD/props1" "$PT/props" | grep '^[<>]' | head -4 | tr '\n' ' ')" ;;
+		side "$SD/props0" "$SD/props1" "$PT/props" ||
+			fail props "$1: the properties are not those $(side_name) the operation (the names are): $(diff "$SD/props1" "$PT/props" | grep '^[<>]' | head -4 | tr '\n' ' ')" ;;
 	monotone)
 		_extra=$(LC_ALL=C comm -23 "$PT/props" "$SD/props0" | head -4)
 		[ -z "$_extra" ] || fail props "$1: properties the state before did not have: $(echo $_extra)" ;;
 	esac
 }
-# chk_figs STAGE: an atomic operation's space figures are those before or
-# those after it (before gc: what a half-done commit would get wrong).
+# chk_figs STAGE: an atomic operation's space figures are those of the
+# side the names are on (before gc: what a half-done commit gets wrong).
 chk_figs() {
 	[ "$KIND" = atomic ] || return 0
 	for _p in $POOLS; do
 		figures "$_p" >"$PT/figures" 2>&1
-		cmp -s "$PT/figures" "$SD/figures0.$_p" || cmp -s "$PT/figures" "$SD/figures1.$_p" ||
-			fail figures "$1: $_p: neither the figures before nor after the operation: $(diff "$SD/figures1.$_p" "$PT/figures" | grep '^[<>]' | head -4 | tr '\n' ' ')"
+		side "$SD/figures0.$_p" "$SD/figures1.$_p" "$PT/figures" ||
+			fail figures "$1: $_p: the figures are not those $(side_name) the operation (the names are): $(diff "$SD/figures1.$_p" "$PT/figures" | grep '^[<>]' | head -4 | tr '\n' ' ')"
 	done
 }
 # chk_token STAGE: exactly one of the snapshot and a resume token.
@@ -404,7 +416,9 @@ after_kill() {
 # Each defines prep_X (build the pools under $L, the static trees under $SD,
 # and $SD/expect: "snapshot tree" lines), op_X (the operation, run as
 # $WRAP ferry ...), retry_X, and sets POOLS, KIND, TOKEN_DS, TOKEN_SNAP.
-origin() { # the pool the streams come from, and the streams
+# the pool the streams come from, and the streams: the full one sent before
+# the properties change, so the incremental one changes them too
+origin() {
 	[ -f "$W/origin/incr" ] && return 0
 	mkdir -p "$W/origin"
 	fo pool create tank "$W/origin/tank" &&
@@ -412,10 +426,10 @@ origin() { # the pool the streams come from, and the streams
 		fo create -o source="$W/origin/src" -o recordsize=4K tank/fs &&
 		fo set compression=gzip-1 ferry:owner=alice tank/fs &&
 		fo snapshot tank/fs@a &&
-		mutate "$W/origin/src" 1 &&
-		fo set ferry:stage=b compression=lz4 tank/fs &&
-		fo snapshot tank/fs@b &&
 		fo send -p tank/fs@a >"$W/origin/full" &&
+		mutate "$W/origin/src" 1 &&
+		fo set ferry:stage=b compression=lz4 tank/fs && fo inherit ferry:owner tank/fs &&
+		fo snapshot tank/fs@b &&
 		fo send -c -p -i @a tank/fs@b >"$W/origin/incr" || die "cannot make the origin pool"
 }
 # cut_resume STREAM: recv -s of STREAM's first half into bk/fs, and the
