@@ -275,6 +275,7 @@ int store_tx_commit(struct store_pool *p)
 		return 0;
 	if (p->tx_failed) {
 		if (cat_exec(p, "ROLLBACK") < 0) { /* the error below says it all */ }
+		pack_tx_end(p, 0);
 		return ferry_err(FERR_CATALOG, "transaction aborted by an earlier error");
 	}
 	int r = cat_exec(p, "COMMIT");
@@ -282,8 +283,10 @@ int store_tx_commit(struct store_pool *p)
 		char msg[512];
 		snprintf(msg, sizeof msg, "%s", ferry_errmsg(r));
 		if (cat_exec(p, "ROLLBACK") < 0) { /* already rolled back by SQLite */ }
+		pack_tx_end(p, 0);
 		return ferry_err(-r, "%s", msg);
 	}
+	pack_tx_end(p, 1);
 	return 0;
 }
 
@@ -296,4 +299,5 @@ void store_tx_rollback(struct store_pool *p)
 		return;
 	}
 	if (cat_exec(p, "ROLLBACK") < 0) { /* nothing more to undo */ }
+	pack_tx_end(p, 0);
 }

@@ -305,14 +305,20 @@ out:
 	return 0;
 }
 
-static int unlink_pack(struct gc *g, const char *name)
+/* Unlinks an uncommitted output pack on an error path, keeping the error
+ * detail of the failure being reported. */
+static void gc_unlink_quiet(struct store_pool *p, const char *name)
 {
 	char path[PATH_MAX], dir[PATH_MAX];
-	pack_path(g->p, name, path, sizeof path);
-	if (unlink(path) != 0 && errno != ENOENT)
-		return ferry_err_errno(errno, "cannot remove pack '%s'", path);
-	snprintf(dir, sizeof dir, "%s/%s", g->p->path, PACK_DIR);
-	return io_fsync_dir(dir);
+	pack_path(p, name, path, sizeof path);
+	if (unlink(path) != 0)
+		return; /* an orphan for the next sweep */
+	snprintf(dir, sizeof dir, "%s/%s", p->path, PACK_DIR);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (fsync(fd) != 0) { /* as above */ }
+		close(fd);
+	}
 }
 
 struct packrow {
@@ -329,7 +335,7 @@ static int sweep_packs(struct gc *g)
 	size_t n = 0, cap = 0;
 	int r, s, out_fd = -1;
 	char out_name[32];
-	uint64_t out_size = 0;
+	uint64_t out_size = 0, out_committed = 0; /* 0: the output pack is not in the catalogue */
 	if ((r = cat_prepare(p, "SELECT k.id, k.name, coalesce((SELECT sum(b.psize + ?) FROM blocks b"
 			       " WHERE b.pack_id = k.id), 0) FROM packs k ORDER BY k.id", &st)) < 0)
 		return r;
@@ -360,7 +366,7 @@ static int sweep_packs(struct gc *g)
 				store_tx_rollback(p);
 				goto out;
 			}
-			if ((r = store_tx_commit(p)) < 0 || (r = unlink_pack(g, v[i].name)) < 0)
+			if ((r = store_tx_commit(p)) < 0 || (r = pack_unlink(p, v[i].name, 1)) < 0)
 				goto out;
 			g->st->packs_deleted++;
 			continue;
@@ -372,9 +378,11 @@ static int sweep_packs(struct gc *g)
 		if (out_fd < 0 || out_size >= PACK_TARGET_SIZE) {
 			if (out_fd >= 0)
 				close(out_fd);
+			out_fd = -1;
 			if ((r = pack_create(p, &out_fd, out_name)) < 0)
 				goto out;
 			out_size = PACK_HDR_LEN;
+			out_committed = 0;
 		}
 		struct live *lv = NULL;
 		size_t nlv = 0;
@@ -428,7 +436,10 @@ static int sweep_packs(struct gc *g)
 		if ((r = cat_exec_i64(p, "DELETE FROM packs WHERE id = ?", v[i].id)) < 0)
 			goto fail_tx;
 		free(lv);
-		if ((r = store_tx_commit(p)) < 0 || (r = unlink_pack(g, v[i].name)) < 0)
+		if ((r = store_tx_commit(p)) < 0)
+			goto out;
+		out_committed = out_size;
+		if ((r = pack_unlink(p, v[i].name, 1)) < 0)
 			goto out;
 		g->st->packs_rewritten++;
 		continue;
@@ -439,51 +450,22 @@ fail_tx:
 		goto out;
 	}
 out:
-	if (out_fd >= 0)
+	/* A rewrite that did not commit gives its bytes back: a new output
+	 * pack goes, one already in the catalogue is cut back to what was
+	 * committed (bytes past that are nobody's). */
+	if (out_fd >= 0) {
+		struct stat ob;
+		if (!out_committed) {
+			gc_unlink_quiet(p, out_name);
+		} else if (fstat(out_fd, &ob) == 0 && (uint64_t)ob.st_size > out_committed) {
+			if (ftruncate(out_fd, (off_t)out_committed) != 0 || fsync(out_fd) != 0) {
+				/* left as it is: readers go by the index, never past it */
+			}
+		}
 		close(out_fd);
+	}
 	sqlite3_finalize(st);
 	free(v);
-	return r;
-}
-
-/* Removes pack files the catalogue does not name (left by crashed writers
- * or by a crash between a commit and an unlink). */
-static int sweep_orphans(struct gc *g)
-{
-	char dir[PATH_MAX];
-	sqlite3_stmt *st = NULL;
-	int r;
-	snprintf(dir, sizeof dir, "%s/%s", g->p->path, PACK_DIR);
-	DIR *d = opendir(dir);
-	if (!d)
-		return errno == ENOENT ? 0 : ferry_err_errno(errno, "cannot read '%s'", dir);
-	if ((r = cat_prepare(g->p, "SELECT 1 FROM packs WHERE name = ?", &st)) < 0) {
-		closedir(d);
-		return r;
-	}
-	struct dirent *de;
-	int removed = 0;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		sqlite3_reset(st);
-		sqlite3_bind_text(st, 1, de->d_name, -1, SQLITE_TRANSIENT);
-		int s = sqlite3_step(st);
-		if (s == SQLITE_ROW)
-			continue;
-		if (s != SQLITE_DONE) {
-			r = cat_err(g->p, "listing packs");
-			break;
-		}
-		if (unlinkat(dirfd(d), de->d_name, 0) == 0) {
-			g->st->orphans_deleted++;
-			removed = 1;
-		}
-	}
-	sqlite3_finalize(st);
-	closedir(d);
-	if (r == 0 && removed)
-		r = io_fsync_dir(dir);
 	return r;
 }
 
@@ -499,7 +481,7 @@ int store_gc(struct store_pool *p, struct store_gc_stats *st)
 	if ((r = pack_lock(p, 1, &lock)) < 0)
 		return r;
 	if ((r = mark_nodes(&g)) < 0 || (r = free_rows(&g)) < 0 || (r = sweep_packs(&g)) < 0 ||
-	    (r = sweep_orphans(&g)) < 0)
+	    (r = pack_sweep_orphans(p, &st->orphans_deleted)) < 0)
 		goto out;
 	sqlite3_finalize(g.st_node);
 	sqlite3_finalize(g.st_mark);

@@ -18,6 +18,14 @@ struct store_pool {
 	int tx_depth; /* nested store_tx_begin calls share one transaction */
 	int tx_failed;
 	int read_tx;  /* store_read_begin's transaction is open */
+	/* Packs a writer recorded inside a transaction that is still open
+	 * (a nested commit, e.g. recv -F of a package): if the outermost
+	 * transaction does not commit they are nobody's, and are unlinked
+	 * (pack_tx_end). tx_lock_fd keeps the gc lock shared until then, so
+	 * no other writer's orphan sweep can take them first. */
+	char (*tx_packs)[32];
+	size_t ntx_packs, cap_tx_packs;
+	int tx_lock_fd;
 };
 
 /* Turns the last SQLite error on p into -FERR_CATALOG (or BUSY/NOSPC/IO)
@@ -90,6 +98,18 @@ void pack_path(const struct store_pool *p, const char *name, char *out, size_t n
 /* Creates a new empty pack (header written) with a fresh random name;
  * returns its fd (O_RDWR|O_APPEND) and name (17 bytes with NUL). */
 int pack_create(struct store_pool *p, int *fd, char name[32]) FERRY_WUR;
+/* Unlinks pack name (a missing file is fine) and, with sync, fsyncs packs/
+ * so the removal is durable. */
+int pack_unlink(struct store_pool *p, const char *name, int sync) FERRY_WUR;
+/* Removes the pack files the catalogue does not name: left by a writer
+ * that was killed, or by a crash between a commit and an unlink. Only
+ * under the gc lock held exclusively (no writer is alive to be writing
+ * one); *removed counts the files. */
+int pack_sweep_orphans(struct store_pool *p, uint64_t *removed) FERRY_WUR;
+/* Called by the catalogue when the outermost transaction ends: committed,
+ * the packs of p->tx_packs are the catalogue's; otherwise they are
+ * unlinked. Either way the list is emptied and tx_lock_fd closed. */
+void pack_tx_end(struct store_pool *p, int committed);
 
 /* For a receive interrupted with recv -s (xfer.c): writer_persist fsyncs
  * the writer's packs and, inside the caller's transaction (or its own),

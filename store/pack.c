@@ -13,6 +13,7 @@
  * What a writer has stored but not committed lives in TEMP tables of the
  * pool's connection (w_new, w_nodes, w_refs), so memory stays bounded
  * however large the snapshot; TEMP tables take no lock on the catalogue. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -354,16 +355,178 @@ static void flusher_stop(struct store_writer *w)
 	f->started = 0;
 }
 
-static void close_packs(struct store_writer *w)
+/* For the paths that give back space on an error: unlinks and syncs
+ * without touching the thread's error detail, which still describes the
+ * failure being reported. What cannot be removed now is an orphan for the
+ * next sweep. */
+static int unlink_quiet(struct store_pool *p, const char *name)
 {
-	(void)flusher_wait(w); /* the packs are being abandoned: errors do not matter */
-	for (size_t i = 0; i < w->npacks; i++)
+	char path[PATH_MAX];
+	pack_path(p, name, path, sizeof path);
+	return unlink(path) == 0 ? 1 : 0;
+}
+
+static void sync_packdir_quiet(struct store_pool *p)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/%s", p->path, PACK_DIR);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (fsync(fd) != 0) { /* a crash may bring the files back: orphans */ }
+		close(fd);
+	}
+}
+
+/* Closes the writer's packs since its last commit. With drop, the writer
+ * gives back what it wrote: those packs are nobody's (not in the
+ * catalogue: commit and writer_persist empty the list once they are) and
+ * are unlinked, so a failed capture or receive does not leave its bytes
+ * filling the disk until the next gc. */
+static void close_packs(struct store_writer *w, int drop)
+{
+	int removed = 0;
+	char msg[1024];
+	/* the packs are being abandoned: a flush error does not matter, and
+	 * must not replace the error being reported */
+	const char *d = ferry_err_detail();
+	snprintf(msg, sizeof msg, "%s", d ? d : "");
+	if (flusher_wait(w) < 0) {
+		if (d)
+			(void)ferry_err(FERR_IO, "%s", msg);
+		else
+			ferry_err_clear();
+	}
+	for (size_t i = 0; i < w->npacks; i++) {
 		if (w->packs[i].fd >= 0)
 			close(w->packs[i].fd);
+		if (drop)
+			removed |= unlink_quiet(w->p, w->packs[i].name);
+	}
+	if (removed)
+		sync_packdir_quiet(w->p);
 	w->npacks = 0;
 	w->cur = -1;
 	w->cur_size = 0;
 	w->buflen = 0;
+}
+
+/* After a commit of the writer's packs: when that commit was nested in a
+ * transaction still open, the packs are the catalogue's only if that one
+ * commits, so the pool takes them over (and a share of the gc lock, so no
+ * orphan sweep can remove them meanwhile); see pack_tx_end. */
+static void writer_handoff(struct store_writer *w)
+{
+	struct store_pool *p = w->p;
+	if (p->tx_depth > 0 && w->npacks) {
+		if (p->tx_lock_fd < 0 && w->lock_fd >= 0)
+			p->tx_lock_fd = fcntl(w->lock_fd, F_DUPFD_CLOEXEC, 0);
+		for (size_t i = 0; i < w->npacks; i++) {
+			if (p->ntx_packs == p->cap_tx_packs) {
+				size_t nc = p->cap_tx_packs ? 2 * p->cap_tx_packs : 8;
+				void *nv = realloc(p->tx_packs, nc * sizeof *p->tx_packs);
+				if (!nv)
+					break; /* untracked: an orphan for the next sweep */
+				p->tx_packs = nv;
+				p->cap_tx_packs = nc;
+			}
+			memcpy(p->tx_packs[p->ntx_packs++], w->packs[i].name, 32);
+		}
+	}
+	close_packs(w, 0);
+}
+
+void pack_tx_end(struct store_pool *p, int committed)
+{
+	int removed = 0;
+	for (size_t i = 0; i < p->ntx_packs; i++)
+		if (!committed)
+			removed |= unlink_quiet(p, p->tx_packs[i]);
+	if (removed)
+		sync_packdir_quiet(p);
+	p->ntx_packs = 0;
+	if (p->tx_lock_fd >= 0)
+		close(p->tx_lock_fd);
+	p->tx_lock_fd = -1;
+}
+
+int pack_unlink(struct store_pool *p, const char *name, int sync)
+{
+	char path[PATH_MAX], dir[PATH_MAX];
+	pack_path(p, name, path, sizeof path);
+	if (unlink(path) != 0 && errno != ENOENT)
+		return ferry_err_errno(errno, "cannot remove pack '%s'", path);
+	if (!sync)
+		return 0;
+	snprintf(dir, sizeof dir, "%s/%s", p->path, PACK_DIR);
+	return io_fsync_dir(dir);
+}
+
+int pack_sweep_orphans(struct store_pool *p, uint64_t *removed)
+{
+	char dir[PATH_MAX];
+	sqlite3_stmt *st = NULL;
+	uint64_t n = 0;
+	int r;
+	snprintf(dir, sizeof dir, "%s/%s", p->path, PACK_DIR);
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : ferry_err_errno(errno, "cannot read '%s'", dir);
+	if ((r = cat_prepare(p, "SELECT 1 FROM packs WHERE name = ?", &st)) < 0) {
+		closedir(d);
+		return r;
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		sqlite3_reset(st);
+		sqlite3_bind_text(st, 1, de->d_name, -1, SQLITE_TRANSIENT);
+		int s = sqlite3_step(st);
+		if (s == SQLITE_ROW)
+			continue;
+		if (s != SQLITE_DONE) {
+			r = cat_err(p, "listing packs");
+			break;
+		}
+		if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+			n++;
+	}
+	sqlite3_finalize(st);
+	closedir(d);
+	if (r == 0 && n)
+		r = io_fsync_dir(dir);
+	if (removed)
+		*removed = n;
+	return r;
+}
+
+/* The gc lock for a new writer, shared. When it can be had exclusively
+ * instead, no writer or reader is alive anywhere (each holds it shared
+ * from before it creates a pack until after its commit or end), so a pack
+ * the catalogue does not name is a killed writer's: those are swept
+ * first, and the lock is then turned into a shared one. */
+static int writer_lock(struct store_pool *p, int *fd)
+{
+	char path[PATH_MAX];
+	int r, f;
+	if (pack_lock(p, 1, &f) < 0) {
+		ferry_err_clear();
+		return pack_lock(p, 0, fd);
+	}
+	if ((r = pack_sweep_orphans(p, NULL)) < 0) {
+		close(f);
+		return r;
+	}
+	while (flock(f, LOCK_SH) != 0) {
+		if (errno == EINTR)
+			continue;
+		snprintf(path, sizeof path, "%s/%s", p->path, PACK_GC_LOCK);
+		r = ferry_err_errno(errno, "cannot lock '%s'", path);
+		close(f);
+		return r;
+	}
+	*fd = f;
+	return 0;
 }
 
 int store_writer_new(struct store_pool *p, struct store_writer **out)
@@ -383,7 +546,7 @@ int store_writer_new(struct store_pool *p, struct store_writer **out)
 		r = ferry_err(FERR_PERM, "pool '%s' is open read-only", p->name);
 		goto fail;
 	}
-	if ((r = pack_lock(p, 0, &w->lock_fd)) < 0)
+	if ((r = writer_lock(p, &w->lock_fd)) < 0)
 		goto fail;
 	if ((r = cat_exec(p, temp_schema)) < 0)
 		goto fail;
@@ -447,7 +610,7 @@ void store_writer_free(struct store_writer *w)
 	/* The TEMP rows left behind are harmless: the next writer on this
 	 * connection clears them first (temp_schema), and closing the pool
 	 * drops them; clearing them here would cost a walk of every page. */
-	close_packs(w);
+	close_packs(w, 1);
 	flusher_stop(w);
 	free(w->packs);
 	if (w->lock_fd >= 0)
@@ -821,7 +984,7 @@ void writer_forget(struct store_writer *w)
 	batch_end(w, 0);
 	if (cat_exec(w->p, "DELETE FROM temp.w_new; DELETE FROM temp.w_nodes;"
 			   " DELETE FROM temp.w_refs;") < 0) { /* rows are harmless duplicates */ }
-	close_packs(w);
+	writer_handoff(w);
 }
 
 int store_writer_commit_snapshot(struct store_writer *w, const struct store_ds *ds,
@@ -953,7 +1116,7 @@ int store_writer_commit_snapshot(struct store_writer *w, const struct store_ds *
 	 * so no committed pack ever grows again. */
 	if (!w->last && cat_exec(p, "DELETE FROM temp.w_new; DELETE FROM temp.w_nodes;"
 				   " DELETE FROM temp.w_refs;") < 0) { /* harmless duplicates */ }
-	close_packs(w);
+	writer_handoff(w);
 	if (snap_id)
 		*snap_id = id;
 	return 0;

@@ -101,6 +101,8 @@ static void pool_free(struct store_pool *p)
 		return;
 	if (p->db)
 		sqlite3_close_v2(p->db);
+	pack_tx_end(p, 0); /* nothing open can commit any more */
+	free(p->tx_packs);
 	free(p->name);
 	free(p->path);
 	free(p);
@@ -109,6 +111,8 @@ static void pool_free(struct store_pool *p)
 static int pool_alloc(const char *name, const char *path, int flags, struct store_pool **out)
 {
 	struct store_pool *p = calloc(1, sizeof *p);
+	if (p)
+		p->tx_lock_fd = -1;
 	if (!p || !(p->name = strdup(name)) || !(p->path = strdup(path))) {
 		pool_free(p);
 		return ferry_err(FERR_NOMEM, "opening pool '%s'", name);
