@@ -190,6 +190,11 @@ int io_write_file_atomic(const char *dir, const char *name, const void *data,
 		}
 	}
 	have_tmp = 1;
+	/* exactly mode, whatever the umask: a private file stays private */
+	if (fchmod(fd, mode) != 0) {
+		r = ferry_err_errno(errno, "cannot set the mode of '%s/%s'", dir, name);
+		goto out;
+	}
 	if ((r = io_write_full(fd, data, len)) < 0) {
 		r = ferry_err(-r, "cannot write '%s/%s': %s", dir, name, ferry_errmsg(r));
 		goto out;
@@ -292,6 +297,56 @@ out:
 	return r;
 }
 
+int io_open_create(const char *path, int flags, mode_t mode, int *out)
+{
+	int fd, tries;
+
+	for (tries = 0;; tries++) {
+		if (!(flags & O_EXCL)) {
+			fd = open(path, (flags & ~O_CREAT) | O_CLOEXEC);
+			if (fd >= 0)
+				break;
+			if (errno == EINTR)
+				continue;
+			if (errno != ENOENT)
+				return ferry_err_errno(errno, "cannot open '%s'", path);
+		}
+		fd = open(path, flags | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+		if (fd >= 0) {
+			/* exactly mode, whatever the umask */
+			if (fchmod(fd, mode) != 0) {
+				int e = errno;
+
+				close(fd);
+				unlink(path);
+				return ferry_err_errno(e, "cannot set the mode of '%s'", path);
+			}
+			break;
+		}
+		if (errno == EINTR)
+			continue;
+		/* someone made it between the two opens: open theirs */
+		if (errno == EEXIST && !(flags & O_EXCL) && tries < 100)
+			continue;
+		return ferry_err_errno(errno, "cannot create '%s'", path);
+	}
+	*out = fd;
+	return 0;
+}
+
+int io_mkdir(const char *path, mode_t mode)
+{
+	if (mkdir(path, mode) != 0)
+		return ferry_err_errno(errno, "cannot create directory '%s'", path);
+	if (chmod(path, mode) != 0) {
+		int e = errno;
+
+		rmdir(path);
+		return ferry_err_errno(e, "cannot set the mode of '%s'", path);
+	}
+	return 0;
+}
+
 int io_mkdirs(const char *path, mode_t mode)
 {
 	char *p = NULL;
@@ -327,6 +382,11 @@ int io_mkdirs(const char *path, mode_t mode)
 				r = ferry_err(FERR_EXISTS, "'%s' exists and is not a directory", p);
 			else
 				r = ferry_err_errno(e, "cannot create directory '%s'", p);
+			goto out;
+		}
+		/* what this call made gets exactly mode, whatever the umask */
+		if (chmod(p, mode) != 0) {
+			r = ferry_err_errno(errno, "cannot set the mode of '%s'", p);
 			goto out;
 		}
 		p[i] = save;

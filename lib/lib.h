@@ -147,14 +147,22 @@ int io_pwrite_full(int fd, const void *buf, size_t n, off_t off) FERRY_WUR;
 int io_fsync_dir(const char *dir) FERRY_WUR;
 int io_fsync_dirfd(int dirfd) FERRY_WUR;
 /* Crash-safe replace of dir/name: temp file O_CREAT|O_EXCL|O_CLOEXEC in dir,
- * write, fsync, rename over name, fsync dir. On failure the old file is
- * untouched and the temp file removed. */
+ * write, fsync, rename over name, fsync dir. The file gets exactly mode,
+ * whatever the umask. On failure the old file is untouched and the temp
+ * file removed. */
 int io_write_file_atomic(const char *dir, const char *name, const void *data,
 			 size_t len, mode_t mode) FERRY_WUR;
 /* Reads a whole small file (at most max bytes, else -FERR_LIMIT) into a
  * malloc'd NUL-terminated buffer the caller frees. */
 int io_read_file(const char *path, size_t max, char **out, size_t *len) FERRY_WUR;
-/* mkdir -p with mode; existing directories are fine. */
+/* Opens path with flags, creating it (with exactly mode, whatever the
+ * umask) when it does not exist; with O_EXCL in flags it must not exist.
+ * O_CLOEXEC is always added. */
+int io_open_create(const char *path, int flags, mode_t mode, int *fd) FERRY_WUR;
+/* mkdir with exactly mode, whatever the umask; -FERR_EXISTS if it exists. */
+int io_mkdir(const char *path, mode_t mode) FERRY_WUR;
+/* mkdir -p with mode; existing directories are fine (and keep their
+ * mode), the ones it creates get exactly mode whatever the umask. */
 int io_mkdirs(const char *path, mode_t mode) FERRY_WUR;
 
 /* ---- worker pool with ordered output ------------------------------------

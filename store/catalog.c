@@ -2,10 +2,12 @@
  * pool metadata, transactions. SQLite gives the crash safety; data files are
  * made durable before the transaction that names them commits. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -161,8 +163,17 @@ int cat_open(struct store_pool *p, int create)
 	int r;
 	snprintf(file, sizeof file, "%s/%s", p->path, STORE_CATALOG);
 	int fl = (p->flags & STORE_OPEN_RDONLY) ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
-	if (create)
+	if (create) {
+		/* SQLite would create the file with 0644 less the umask, and
+		 * gives its -wal and -shm the database file's mode: made here
+		 * private (an empty file is a new database to SQLite), all
+		 * three are. */
+		int fd = -1;
+		if ((r = io_open_create(file, O_RDWR | O_EXCL, STORE_FILE_MODE, &fd)) < 0)
+			return r;
+		close(fd);
 		fl |= SQLITE_OPEN_CREATE;
+	}
 	if (sqlite3_open_v2(file, &p->db, fl | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		r = p->db ? ferry_err(FERR_CATALOG, "cannot open catalogue '%s': %s", file,
 				      sqlite3_errmsg(p->db))

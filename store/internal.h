@@ -9,6 +9,12 @@
 
 #define STORE_MARKER "ferry.pool"
 #define STORE_CATALOG "catalog.db"
+/* Pools are private, as restic and borg repositories are: a pack holds
+ * the content of files that may have been readable only by their owner.
+ * Every directory and file the store makes gets exactly these modes,
+ * whatever the umask. */
+#define STORE_DIR_MODE 0700
+#define STORE_FILE_MODE 0600
 
 struct store_pool {
 	char *name;

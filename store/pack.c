@@ -74,9 +74,9 @@ int pack_lock(struct store_pool *p, int exclusive, int *fd)
 {
 	char path[PATH_MAX];
 	snprintf(path, sizeof path, "%s/%s", p->path, PACK_GC_LOCK);
-	int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (f < 0)
-		return ferry_err_errno(errno, "cannot open '%s'", path);
+	int f = -1, r;
+	if ((r = io_open_create(path, O_RDWR, 0600, &f)) < 0)
+		return r;
 	int how = exclusive ? LOCK_EX | LOCK_NB : LOCK_SH;
 	while (flock(f, how) != 0) {
 		if (errno == EINTR)
@@ -99,16 +99,16 @@ int pack_create(struct store_pool *p, int *fd, char name[32])
 	for (int tries = 0; tries < 8; tries++) {
 		snprintf(name, 32, "%016" PRIx64 ".pack", ferry_random_guid());
 		pack_path(p, name, path, sizeof path);
-		int f = open(path, O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
-		if (f < 0) {
-			if (errno == EEXIST)
-				continue;
-			return ferry_err_errno(errno, "cannot create pack '%s'", path);
-		}
+		int f = -1;
+		int r = io_open_create(path, O_RDWR | O_EXCL | O_APPEND, 0600, &f);
+		if (r == -FERR_EXISTS)
+			continue;
+		if (r < 0)
+			return r;
 		memcpy(hdr, PACK_MAGIC, 8);
 		put_le32(hdr + 8, 1);
 		put_le32(hdr + 12, 0);
-		int r = io_write_full(f, hdr, sizeof hdr);
+		r = io_write_full(f, hdr, sizeof hdr);
 		if (r < 0) {
 			close(f);
 			unlink(path);

@@ -66,7 +66,7 @@ static int write_marker(const char *dir)
 {
 	char buf[64];
 	int w = snprintf(buf, sizeof buf, "ferry pool format %d\n", STORE_FORMAT_VERSION);
-	return io_write_file_atomic(dir, STORE_MARKER, buf, (size_t)w, 0644);
+	return io_write_file_atomic(dir, STORE_MARKER, buf, (size_t)w, STORE_FILE_MODE);
 }
 
 static int check_marker(const char *dir)
@@ -197,15 +197,13 @@ int store_pool_create(const char *name, const char *path,
 				 abs);
 	/* Build in a sibling temp dir, then rename into place. */
 	snprintf(tmp, sizeof tmp, "%s.ferry-new.%d", abs, (int)getpid());
-	if (mkdir(tmp, 0755) != 0)
-		return ferry_err_errno(errno, "cannot create '%s'", tmp);
+	if ((r = io_mkdir(tmp, STORE_DIR_MODE)) < 0)
+		return r;
 	created_dir = 1;
 	char packs[PATH_MAX + 80];
-	snprintf(packs, sizeof packs, "%s/packs", tmp);
-	if (mkdir(packs, 0755) != 0) {
-		r = ferry_err_errno(errno, "cannot create '%s'", packs);
+	snprintf(packs, sizeof packs, "%s/%s", tmp, PACK_DIR);
+	if ((r = io_mkdir(packs, STORE_DIR_MODE)) < 0)
 		goto out;
-	}
 	if ((r = pool_alloc(name, tmp, 0, &p)) < 0)
 		goto out;
 	if ((r = cat_open(p, 1)) < 0)
@@ -342,6 +340,34 @@ void store_pool_close(struct store_pool *p)
 
 const char *store_pool_name(const struct store_pool *p) { return p->name; }
 const char *store_pool_path(const struct store_pool *p) { return p->path; }
+
+/* nftw has no context pointer; one check runs at a time (the CLI's). */
+static char exposed_what[PATH_MAX + 64];
+static int exposed_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	if ((flag == FTW_F || flag == FTW_D || flag == FTW_DP) && (st->st_mode & 077)) {
+		snprintf(exposed_what, sizeof exposed_what, "'%s' has mode %04o", path,
+			 (unsigned)(st->st_mode & 07777));
+		return 1;
+	}
+	return 0;
+}
+
+int store_pool_exposed(const char *name, char *what, size_t n)
+{
+	char path[PATH_MAX];
+	int r;
+	if ((r = registry_get(name, path, sizeof path)) < 0)
+		return r;
+	exposed_what[0] = 0;
+	r = nftw(path, exposed_cb, 16, FTW_PHYS);
+	if (r < 0)
+		return ferry_err_errno(errno, "cannot read '%s'", path);
+	if (r == 0)
+		return 0;
+	snprintf(what, n, "%s", exposed_what);
+	return 1;
+}
 
 static uint64_t disk_bytes;
 static int du_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
