@@ -164,6 +164,12 @@ static int check_name(const char *dir, const char *name)
 int io_write_file_atomic(const char *dir, const char *name, const void *data,
 			 size_t len, mode_t mode)
 {
+	return io_replace_file(dir, name, data, len, mode, 1);
+}
+
+int io_replace_file(const char *dir, const char *name, const void *data, size_t len,
+		    mode_t mode, int sync)
+{
 	char tmp[NAME_MAX + 1];
 	int dfd = -1, fd = -1, r, tries;
 	int have_tmp = 0;
@@ -199,7 +205,7 @@ int io_write_file_atomic(const char *dir, const char *name, const void *data,
 		r = ferry_err(-r, "cannot write '%s/%s': %s", dir, name, ferry_errmsg(r));
 		goto out;
 	}
-	if (fsync(fd) < 0) {
+	if (sync && fsync(fd) < 0) {
 		r = ferry_err_errno(errno, "fsync '%s/%s'", dir, name);
 		goto out;
 	}
@@ -216,7 +222,7 @@ int io_write_file_atomic(const char *dir, const char *name, const void *data,
 		goto out;
 	}
 	have_tmp = 0;
-	if ((r = io_fsync_dirfd(dfd)) < 0) {
+	if (sync && (r = io_fsync_dirfd(dfd)) < 0) {
 		r = ferry_err(-r, "fsync directory '%s': %s", dir, ferry_errmsg(r));
 		goto out;
 	}

@@ -152,6 +152,10 @@ int io_fsync_dirfd(int dirfd) FERRY_WUR;
  * file removed. */
 int io_write_file_atomic(const char *dir, const char *name, const void *data,
 			 size_t len, mode_t mode) FERRY_WUR;
+/* The same, durable only with sync: without it the replace is atomic for
+ * readers (all of the old file or all of the new) but a crash may lose it. */
+int io_replace_file(const char *dir, const char *name, const void *data, size_t len,
+		    mode_t mode, int sync) FERRY_WUR;
 /* Reads a whole small file (at most max bytes, else -FERR_LIMIT) into a
  * malloc'd NUL-terminated buffer the caller frees. */
 int io_read_file(const char *path, size_t max, char **out, size_t *len) FERRY_WUR;

@@ -11,30 +11,66 @@
 
 #include "internal.h"
 
+/* What failed in ferry's words first, SQLite's text (if any) only after;
+ * a busy pool names who holds it, a full disk says so and how much is
+ * free. what is a gerund phrase ("recording a pack"). */
 int cat_err(struct store_pool *p, const char *what)
 {
 	int code = sqlite3_extended_errcode(p->db) & 0xff;
-	int fe = FERR_CATALOG;
-	if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
-		fe = FERR_BUSY;
-	else if (code == SQLITE_FULL)
-		fe = FERR_NOSPC;
-	else if (code == SQLITE_IOERR)
-		fe = FERR_IO;
-	else if (code == SQLITE_NOMEM)
-		fe = FERR_NOMEM;
-	else if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
-		fe = FERR_CORRUPT;
-	else if (code == SQLITE_READONLY || code == SQLITE_PERM || code == SQLITE_CANTOPEN)
-		fe = FERR_PERM;
-	return ferry_err(fe, "%s: catalogue: %s", what, sqlite3_errmsg(p->db));
+	const char *msg = sqlite3_errmsg(p->db);
+	switch (code) {
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return act_busy(p, ACT_CATALOG);
+	case SQLITE_FULL:
+		return pool_nospace(p);
+	case SQLITE_NOMEM:
+		return ferry_err(FERR_NOMEM, "pool '%s': %s: out of memory", p->name, what);
+	case SQLITE_IOERR:
+		return ferry_err(FERR_IO, "pool '%s': %s: I/O error in the catalogue (%s)", p->name,
+				 what, msg);
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		return ferry_err(FERR_CORRUPT, "pool '%s': %s: the catalogue is damaged (%s)",
+				 p->name, what, msg);
+	case SQLITE_READONLY:
+	case SQLITE_PERM:
+	case SQLITE_CANTOPEN:
+		return ferry_err(FERR_PERM, "pool '%s': %s: cannot write the catalogue (%s)",
+				 p->name, what, msg);
+	default:
+		return ferry_err(FERR_CATALOG, "pool '%s': %s: catalogue error (%s)", p->name, what,
+				 msg);
+	}
+}
+
+/* cat_exec's callers run fixed statements; their first word says enough. */
+static const char *exec_what(const char *sql)
+{
+	static const struct {
+		const char *kw, *what;
+	} words[] = {
+		{"BEGIN", "starting a transaction"},
+		{"COMMIT", "committing a transaction"},
+		{"ROLLBACK", "rolling back a transaction"},
+		{"PRAGMA", "setting up the catalogue"},
+		{"CREATE", "creating catalogue tables"},
+		{"VACUUM", "compacting the catalogue"},
+		{"SELECT", "reading the catalogue"},
+	};
+	while (*sql == ' ')
+		sql++;
+	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+		if (!strncmp(sql, words[i].kw, strlen(words[i].kw)))
+			return words[i].what;
+	return "updating the catalogue";
 }
 
 int cat_exec(struct store_pool *p, const char *sql)
 {
 	char *msg = NULL;
 	if (sqlite3_exec(p->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		int r = cat_err(p, "catalogue");
+		int r = cat_err(p, exec_what(sql));
 		sqlite3_free(msg);
 		return r;
 	}
@@ -44,7 +80,7 @@ int cat_exec(struct store_pool *p, const char *sql)
 int cat_prepare(struct store_pool *p, const char *sql, sqlite3_stmt **st)
 {
 	if (sqlite3_prepare_v2(p->db, sql, -1, st, NULL) != SQLITE_OK)
-		return cat_err(p, "catalogue query");
+		return cat_err(p, "preparing a catalogue query");
 	return 0;
 }
 
@@ -157,6 +193,20 @@ int cat_schema_snap(struct store_pool *p)
 	return cat_exec(p, schema_snap);
 }
 
+/* How long a command waits for another one's write lock on the catalogue
+ * before it says who holds it: FERRY_LOCK_WAIT seconds, 30 by default. */
+static int cat_lock_wait_ms(void)
+{
+	const char *e = getenv("FERRY_LOCK_WAIT");
+	char *end;
+	if (!e || !*e)
+		return 30000;
+	unsigned long v = strtoul(e, &end, 10);
+	if (*end || v > 86400)
+		return 30000;
+	return (int)(v * 1000);
+}
+
 int cat_open(struct store_pool *p, int create)
 {
 	char file[PATH_MAX + 32];
@@ -180,7 +230,7 @@ int cat_open(struct store_pool *p, int create)
 			  : ferry_err(FERR_NOMEM, "cannot open catalogue '%s'", file);
 		return r;
 	}
-	sqlite3_busy_timeout(p->db, 30000);
+	sqlite3_busy_timeout(p->db, cat_lock_wait_ms());
 	sqlite3_extended_result_codes(p->db, 1);
 	if (!(p->flags & STORE_OPEN_RDONLY) &&
 	    (r = cat_exec(p, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;")) < 0)
@@ -253,6 +303,7 @@ int store_tx_begin(struct store_pool *p)
 	if (p->tx_depth++ > 0)
 		return 0;
 	p->tx_failed = 0;
+	act_note(p);
 	int r = cat_exec(p, "BEGIN IMMEDIATE");
 	if (r < 0)
 		p->tx_depth = 0;

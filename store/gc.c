@@ -478,6 +478,7 @@ int store_gc(struct store_pool *p, struct store_gc_stats *st)
 	g.p = p;
 	g.st = st;
 	fbuf_init(&g.buf, NODE_MAX);
+	act_note(p);
 	if ((r = pack_lock(p, 1, &lock)) < 0)
 		return r;
 	if ((r = mark_nodes(&g)) < 0 || (r = free_rows(&g)) < 0 || (r = sweep_packs(&g)) < 0 ||

@@ -32,6 +32,8 @@ struct store_pool {
 	char (*tx_packs)[32];
 	size_t ntx_packs, cap_tx_packs;
 	int tx_lock_fd;
+	char activity[256]; /* store_pool_activity's description, or "" */
+	char act_name[48];  /* this handle's record under run/ (activity.c), or "" */
 };
 
 /* Turns the last SQLite error on p into -FERR_CATALOG (or BUSY/NOSPC/IO)
@@ -52,6 +54,17 @@ int cat_open(struct store_pool *p, int create) FERRY_WUR;
 const char *ds_relname(const struct store_pool *p, const char *full);
 int ds_load_by_id(struct store_pool *p, int64_t id, struct store_ds *out) FERRY_WUR;
 void ds_fullname(const struct store_pool *p, const char *rel, char *out, size_t n);
+
+/* Activity records (activity.c): act_note makes the handle's record when
+ * it starts something another command may wait for (a writer, a reader,
+ * gc, a write transaction); act_drop removes it when the handle closes.
+ * Both are best effort and keep the thread's error detail. act_busy
+ * returns -FERR_BUSY with a detail naming who holds the catalogue's write
+ * lock (ACT_CATALOG) or the gc lock (ACT_GCLOCK), and what it is doing. */
+enum { ACT_CATALOG, ACT_GCLOCK };
+void act_note(struct store_pool *p);
+void act_drop(struct store_pool *p);
+int act_busy(struct store_pool *p, int what);
 
 /* The registry (registry.c). */
 int registry_get(const char *name, char *path, size_t n) FERRY_WUR;
@@ -129,6 +142,9 @@ void writer_forget(struct store_writer *w);
 /* Space figures of one snapshot id, from its block references. */
 /* Runs one statement with a single integer parameter. */
 int cat_exec_i64(struct store_pool *p, const char *sql, int64_t v) FERRY_WUR;
+/* -FERR_NOSPC with the one line a full disk gives, whatever failed:
+ * "pool 'bk': no space left on device (84K free)" (space.c). */
+int pool_nospace(struct store_pool *p);
 /* Fills the snapshot count and per-codec block figures of a pool (space.c). */
 int space_pool_stats(struct store_pool *p, struct store_pool_stats *s) FERRY_WUR;
 int snap_figures(struct store_pool *p, int64_t snap_id, uint64_t *pbytes, uint64_t *lbytes) FERRY_WUR;

@@ -84,8 +84,7 @@ int pack_lock(struct store_pool *p, int exclusive, int *fd)
 		int e = errno;
 		close(f);
 		if (e == EWOULDBLOCK)
-			return ferry_err(FERR_BUSY, "pool '%s' is in use (a snapshot, receive, "
-					 "restore or send is running); try again when it ends", p->name);
+			return act_busy(p, ACT_GCLOCK);
 		return ferry_err_errno(e, "cannot lock '%s'", path);
 	}
 	*fd = f;
@@ -542,6 +541,7 @@ int store_writer_new(struct store_pool *p, struct store_writer **out)
 	w->p = p;
 	w->cur = -1;
 	w->lock_fd = -1;
+	act_note(p);
 	if (p->flags & STORE_OPEN_RDONLY) {
 		r = ferry_err(FERR_PERM, "pool '%s' is open read-only", p->name);
 		goto fail;
@@ -1156,6 +1156,7 @@ int store_reader_new(struct store_pool *p, struct store_reader **out)
 	rd->p = p;
 	for (int i = 0; i < RD_FDS; i++)
 		rd->fds[i].fd = -1;
+	act_note(p);
 	if (pack_lock(p, 0, &rd->lock_fd) < 0) {
 		/* a read-only pool directory: nobody can collect garbage there */
 		ferry_err_clear();

@@ -102,6 +102,7 @@ static void pool_free(struct store_pool *p)
 	if (p->db)
 		sqlite3_close_v2(p->db);
 	pack_tx_end(p, 0); /* nothing open can commit any more */
+	act_drop(p);
 	free(p->tx_packs);
 	free(p->name);
 	free(p->path);
@@ -228,6 +229,7 @@ int store_pool_create(const char *name, const char *path,
 		goto out;
 	sqlite3_close_v2(p->db);
 	p->db = NULL;
+	act_drop(p); /* its path is about to change */
 	if ((r = write_marker(tmp)) < 0)
 		goto out;
 	if (existed && rmdir(abs) != 0) {

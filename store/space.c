@@ -7,6 +7,7 @@
  * dataset, plus the children's used. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include "internal.h"
 
@@ -145,4 +146,14 @@ void store_format_ratio(uint64_t logical, uint64_t physical, char *buf, size_t n
 	uint64_t r100 = physical ? (uint64_t)((long double)logical * 100 / physical) : 100;
 	snprintf(buf, n, "%llu.%02llu%s", (unsigned long long)(r100 / 100),
 		 (unsigned long long)(r100 % 100), exact ? "" : "x");
+}
+
+int pool_nospace(struct store_pool *p)
+{
+	struct statvfs v;
+	char fr[16];
+	if (statvfs(p->path, &v) != 0)
+		return ferry_err(FERR_NOSPC, "pool '%s': no space left on device", p->name);
+	format_nicenum((uint64_t)v.f_bavail * v.f_frsize, fr, sizeof fr, 1);
+	return ferry_err(FERR_NOSPC, "pool '%s': no space left on device (%s free)", p->name, fr);
 }

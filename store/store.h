@@ -90,6 +90,15 @@ struct store_pool_stats {
 };
 int store_pool_stats(struct store_pool *p, struct store_pool_stats *out) FERRY_WUR;
 
+/* Says what this handle is doing, in words for another command that finds
+ * the pool busy meanwhile: "a receive into tank/x" gives it "pool 'tank' is
+ * busy: a receive into tank/x (pid 1234) is running". Without it the
+ * process default (store_activity_default) is used, else "ferry". Best
+ * effort: a full disk only loses the wording. */
+void store_pool_activity(struct store_pool *p, const char *what);
+/* The process-wide default description (the CLI sets its command line). */
+void store_activity_default(const char *what);
+
 /* Transactions on the catalogue; every mutating store_* call runs inside one
  * (it opens its own when the caller has none). */
 int store_tx_begin(struct store_pool *p) FERRY_WUR;
