@@ -117,6 +117,77 @@ int io_pwrite_full(int fd, const void *buf, size_t n, off_t off)
 	return 0;
 }
 
+int io_fsync(int fd, const char *what)
+{
+	int e = io_fault(IO_FAULT_FSYNC);
+
+	if (e)
+		return ferry_err_errno(e, "cannot sync %s", what);
+	while (fsync(fd) != 0) {
+		if (errno == EINTR)
+			continue;
+		return ferry_err_errno(errno, "cannot sync %s", what);
+	}
+	return 0;
+}
+
+int io_ftruncate(int fd, off_t size, const char *what)
+{
+	int e = io_fault(IO_FAULT_WRITE);
+
+	if (e)
+		return ferry_err_errno(e, "cannot truncate %s", what);
+	while (ftruncate(fd, size) != 0) {
+		if (errno == EINTR)
+			continue;
+		return ferry_err_errno(errno, "cannot truncate %s", what);
+	}
+	return 0;
+}
+
+int io_fallocate(int fd, int mode, off_t off, off_t len, const char *what)
+{
+	int e = io_fault(IO_FAULT_WRITE);
+
+	if (e)
+		return ferry_err_errno(e, "cannot allocate %s", what);
+	while (fallocate(fd, mode, off, len) != 0) {
+		if (errno == EINTR)
+			continue;
+		if (errno == EOPNOTSUPP || errno == ENOSYS)
+			return ferry_err(FERR_UNSUPPORTED, "cannot allocate %s: not supported here", what);
+		return ferry_err_errno(errno, "cannot allocate %s", what);
+	}
+	return 0;
+}
+
+int io_rename(const char *from, const char *to)
+{
+	int e = io_fault(IO_FAULT_RENAME);
+
+	if (e || rename(from, to) != 0)
+		return ferry_err_errno(e ? e : errno, "cannot rename '%s' to '%s'", from, to);
+	return 0;
+}
+
+int io_unlink(const char *path)
+{
+	int e = io_fault(IO_FAULT_UNLINK);
+
+	if (e || unlink(path) != 0)
+		return ferry_err_errno(e ? e : errno, "cannot remove '%s'", path);
+	return 0;
+}
+
+int io_unlinkat(int dirfd, const char *name, const char *dir)
+{
+	int e = io_fault(IO_FAULT_UNLINK);
+
+	if (e || unlinkat(dirfd, name, 0) != 0)
+		return ferry_err_errno(e ? e : errno, "cannot remove '%s/%s'", dir, name);
+	return 0;
+}
+
 int io_fsync_dirfd(int dirfd)
 {
 	if (fsync(dirfd) == 0)

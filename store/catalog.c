@@ -224,7 +224,11 @@ int cat_open(struct store_pool *p, int create)
 		close(fd);
 		fl |= SQLITE_OPEN_CREATE;
 	}
-	if (sqlite3_open_v2(file, &p->db, fl | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+	if ((r = catvfs_init()) < 0)
+		return r;
+	if (!p->site && !(p->site = catvfs_site_get(p->path)))
+		return ferry_err(FERR_NOMEM, "opening the catalogue of pool '%s'", p->name);
+	if (sqlite3_open_v2(file, &p->db, fl | SQLITE_OPEN_NOMUTEX, CATVFS_NAME) != SQLITE_OK) {
 		r = p->db ? ferry_err(FERR_CATALOG, "cannot open catalogue '%s': %s", file,
 				      sqlite3_errmsg(p->db))
 			  : ferry_err(FERR_NOMEM, "cannot open catalogue '%s'", file);

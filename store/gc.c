@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -354,12 +355,17 @@ static int sweep_packs(struct gc *g)
 	}
 	sqlite3_finalize(st);
 	st = NULL;
+	/* Dead packs first: deleting them frees space without writing any,
+	 * so on a full disk the rewrites below may then find room. */
+	for (int pass = 0; pass < 2; pass++)
 	for (size_t i = 0; i < n; i++) {
 		char path[PATH_MAX];
 		struct stat sb;
 		pack_path(p, v[i].name, path, sizeof path);
 		uint64_t size = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
 		if (v[i].live == 0) {
+			if (pass)
+				continue;
 			if ((r = store_tx_begin(p)) < 0)
 				goto out;
 			if ((r = cat_exec_i64(p, "DELETE FROM packs WHERE id = ?", v[i].id)) < 0) {
@@ -371,6 +377,8 @@ static int sweep_packs(struct gc *g)
 			g->st->packs_deleted++;
 			continue;
 		}
+		if (!pass)
+			continue;
 		/* Rewrite when at least half the pack (and 1 MiB) is garbage. */
 		if (size < PACK_HDR_LEN + v[i].live || size - PACK_HDR_LEN - v[i].live < ((uint64_t)1 << 20) ||
 		    v[i].live * 2 > size)
@@ -380,24 +388,21 @@ static int sweep_packs(struct gc *g)
 				close(out_fd);
 			out_fd = -1;
 			if ((r = pack_create(p, &out_fd, out_name)) < 0)
-				goto out;
+				goto nospace;
 			out_size = PACK_HDR_LEN;
 			out_committed = 0;
 		}
 		struct live *lv = NULL;
 		size_t nlv = 0;
 		if ((r = copy_live(g, v[i].id, v[i].name, out_fd, &out_size, &lv, &nlv)) < 0)
-			goto out;
-		char dir[PATH_MAX];
+			goto nospace;
+		char dir[PATH_MAX], what[64];
 		snprintf(dir, sizeof dir, "%s/%s", p->path, PACK_DIR);
-		if (fsync(out_fd) != 0) {
+		snprintf(what, sizeof what, "pack '%s'", out_name);
+		if ((r = io_fsync(out_fd, what)) < 0 || (r = io_fsync_dir(dir)) < 0 ||
+		    (r = store_tx_begin(p)) < 0) {
 			free(lv);
-			r = ferry_err_errno(errno, "cannot sync pack '%s'", out_name);
-			goto out;
-		}
-		if ((r = io_fsync_dir(dir)) < 0 || (r = store_tx_begin(p)) < 0) {
-			free(lv);
-			goto out;
+			goto nospace;
 		}
 		sqlite3_stmt *up = NULL;
 		int64_t new_id = 0;
@@ -437,7 +442,7 @@ static int sweep_packs(struct gc *g)
 			goto fail_tx;
 		free(lv);
 		if ((r = store_tx_commit(p)) < 0)
-			goto out;
+			goto nospace;
 		out_committed = out_size;
 		if ((r = pack_unlink(p, v[i].name, 1)) < 0)
 			goto out;
@@ -447,7 +452,16 @@ fail_tx:
 		sqlite3_finalize(up);
 		free(lv);
 		store_tx_rollback(p);
-		goto out;
+		goto nospace;
+	}
+	goto out;
+nospace:
+	/* A rewrite only moves blocks to free the rest of a pack; when the
+	 * disk has no room for the copy, the packs stay as they are and gc
+	 * goes on (the output pack is given back below). */
+	if (r == -FERR_NOSPC) {
+		ferry_err_clear();
+		r = 0;
 	}
 out:
 	/* A rewrite that did not commit gives its bytes back: a new output
@@ -469,6 +483,38 @@ out:
 	return r;
 }
 
+/* Gives the freed catalogue pages back to the filesystem. VACUUM writes
+ * a copy of the whole catalogue through the WAL: with less room than
+ * that (outside the reserve, which is for gc's and destroy's own rows) it
+ * is left for a later gc, and a VACUUM the disk cannot hold is not a gc
+ * failure either; the checkpoint then gives the WAL's space back. */
+static int compact(struct store_pool *p)
+{
+	char file[PATH_MAX + 32];
+	struct stat st;
+	struct statvfs v;
+	int r = 0;
+	snprintf(file, sizeof file, "%s/%s", p->path, STORE_CATALOG);
+	if (stat(file, &st) == 0 && statvfs(p->path, &v) == 0 &&
+	    (uint64_t)v.f_bavail * v.f_frsize > 2 * (uint64_t)st.st_size + ((uint64_t)1 << 20)) {
+		catvfs_writers(p->site, 1); /* not with the reserve */
+		r = cat_exec(p, "VACUUM");
+		catvfs_writers(p->site, -1);
+		if (r == -FERR_NOSPC) {
+			ferry_err_clear();
+			r = 0;
+		}
+		if (r < 0)
+			return r;
+	}
+	r = cat_exec(p, "PRAGMA wal_checkpoint(TRUNCATE)");
+	if (r == -FERR_NOSPC || r == -FERR_BUSY) { /* a reader keeps the WAL: later */
+		ferry_err_clear();
+		r = 0;
+	}
+	return r;
+}
+
 int store_gc(struct store_pool *p, struct store_gc_stats *st)
 {
 	struct gc g;
@@ -481,15 +527,18 @@ int store_gc(struct store_pool *p, struct store_gc_stats *st)
 	act_note(p);
 	if ((r = pack_lock(p, 1, &lock)) < 0)
 		return r;
-	if ((r = mark_nodes(&g)) < 0 || (r = free_rows(&g)) < 0 || (r = sweep_packs(&g)) < 0 ||
-	    (r = pack_sweep_orphans(p, &st->orphans_deleted)) < 0)
+	/* orphans first: removing them writes nothing, so on a full disk
+	 * they make room for what follows */
+	if ((r = pack_sweep_orphans(p, &st->orphans_deleted)) < 0 || (r = mark_nodes(&g)) < 0 ||
+	    (r = free_rows(&g)) < 0 || (r = sweep_packs(&g)) < 0)
 		goto out;
 	sqlite3_finalize(g.st_node);
 	sqlite3_finalize(g.st_mark);
 	g.st_node = g.st_mark = NULL;
-	/* Give the freed catalogue pages back to the filesystem. */
-	if ((r = cat_exec(p, "DELETE FROM temp.gc_live; VACUUM; PRAGMA wal_checkpoint(TRUNCATE);")) < 0)
+	if ((r = cat_exec(p, "DELETE FROM temp.gc_live")) < 0 || (r = compact(p)) < 0)
 		goto out;
+	/* what gc freed makes room for the reserve again */
+	r = reserve_ensure(p, 0);
 out:
 	sqlite3_finalize(g.st_node);
 	sqlite3_finalize(g.st_mark);

@@ -13,8 +13,11 @@
  * the content of files that may have been readable only by their owner.
  * Every directory and file the store makes gets exactly these modes,
  * whatever the umask. */
+#define STORE_RESERVE "reserve"
 #define STORE_DIR_MODE 0700
 #define STORE_FILE_MODE 0600
+
+struct cat_site;
 
 struct store_pool {
 	char *name;
@@ -34,7 +37,26 @@ struct store_pool {
 	int tx_lock_fd;
 	char activity[256]; /* store_pool_activity's description, or "" */
 	char act_name[48];  /* this handle's record under run/ (activity.c), or "" */
+	struct cat_site *site; /* the catalogue VFS's state of this pool (catvfs.c) */
 };
+
+/* The catalogue's SQLite VFS (catvfs.c): registers it (idempotent). */
+#define CATVFS_NAME "ferry"
+int catvfs_init(void) FERRY_WUR;
+/* The VFS's state of the pool in directory dir, shared by this process's
+ * handles on it (reference counted); NULL when out of memory. */
+struct cat_site *catvfs_site_get(const char *dir);
+void catvfs_site_put(struct cat_site *s);
+/* Pack writers open on the pool in this process: while there is one, the
+ * catalogue's writes do not draw on the reserve. */
+void catvfs_writers(struct cat_site *s, int delta);
+
+/* The reserve (space.c; see there). reserve_ensure grows POOL/reserve to
+ * its size; when it cannot, strict gives -FERR_NOSPC saying why, else 0.
+ * reserve_take frees up to want bytes of it for the pool in dir and
+ * returns how many. */
+int reserve_ensure(struct store_pool *p, int strict) FERRY_WUR;
+uint64_t reserve_take(const char *dir, uint64_t want);
 
 /* Turns the last SQLite error on p into -FERR_CATALOG (or BUSY/NOSPC/IO)
  * with "what: sqlite message". */

@@ -264,6 +264,7 @@ struct store_writer {
 	int in_batch;
 	unsigned batch_ops;
 	int last;            /* store_writer_last: the next commit is the last one */
+	int counted;         /* in catvfs_writers */
 	uint64_t blocks, bytes;
 	sqlite3_stmt *st_has_main, *st_has_new, *st_ins_new, *st_ins_ref, *st_any_main,
 		*st_any_new, *st_node_main, *st_ins_node, *st_ref_main;
@@ -548,6 +549,12 @@ int store_writer_new(struct store_pool *p, struct store_writer **out)
 	}
 	if ((r = writer_lock(p, &w->lock_fd)) < 0)
 		goto fail;
+	/* captures and receives never eat into the reserve: they start only
+	 * with it whole, and their catalogue writes do not draw on it */
+	catvfs_writers(p->site, 1);
+	w->counted = 1;
+	if ((r = reserve_ensure(p, 1)) < 0)
+		goto fail;
 	if ((r = cat_exec(p, temp_schema)) < 0)
 		goto fail;
 	if ((r = cat_prepare(p, "SELECT 1 FROM main.blocks WHERE hash = ? AND codec = ? AND level = ?",
@@ -615,6 +622,8 @@ void store_writer_free(struct store_writer *w)
 	free(w->packs);
 	if (w->lock_fd >= 0)
 		close(w->lock_fd);
+	if (w->counted)
+		catvfs_writers(w->p->site, -1);
 	free(w->buf);
 	free(w->buf2);
 	free(w);
@@ -714,7 +723,20 @@ static int add_ref(struct store_writer *w, const uint8_t *hash, struct codec_spe
 	return r;
 }
 
+/* A full disk says so in one line, whichever write found it. */
+static int writer_err(struct store_writer *w, int r)
+{
+	return r == -FERR_NOSPC ? pool_nospace(w->p) : r;
+}
+
+static int writer_put(struct store_writer *w, const struct store_block *b, int *stored);
+
 int store_writer_put(struct store_writer *w, const struct store_block *b, int *stored)
+{
+	return writer_err(w, writer_put(w, b, stored));
+}
+
+static int writer_put(struct store_writer *w, const struct store_block *b, int *stored)
 {
 	uint8_t hdr[PACK_BLK_HDR_LEN];
 	int r;
@@ -917,9 +939,12 @@ static int sync_packs(struct store_writer *w)
 	int r;
 	if ((w->cur >= 0 && (r = flush_buf(w)) < 0) || (r = flusher_wait(w)) < 0)
 		return r;
-	for (size_t i = 0; i < w->npacks; i++)
-		if (fsync(w->packs[i].fd) != 0)
-			return ferry_err_errno(errno, "cannot sync pack '%s'", w->packs[i].name);
+	for (size_t i = 0; i < w->npacks; i++) {
+		char what[64];
+		snprintf(what, sizeof what, "pack '%s'", w->packs[i].name);
+		if ((r = io_fsync(w->packs[i].fd, what)) < 0)
+			return r;
+	}
 	if (w->npacks) {
 		snprintf(dir, sizeof dir, "%s/%s", w->p->path, PACK_DIR);
 		if ((r = io_fsync_dir(dir)) < 0)
@@ -968,7 +993,7 @@ int writer_persist(struct store_writer *w)
 	struct store_pool *p = w->p;
 	int r;
 	if ((r = sync_packs(w)) < 0)
-		return r;
+		return writer_err(w, r);
 	batch_end(w, 1);
 	if ((r = store_tx_begin(p)) < 0)
 		return r;
@@ -1005,7 +1030,7 @@ int store_writer_commit_snapshot(struct store_writer *w, const struct store_ds *
 	if ((r = store_name_check(full, STORE_NAME_SNAPSHOT)) < 0)
 		return r;
 	if ((r = sync_packs(w)) < 0)
-		return r;
+		return writer_err(w, r);
 	batch_end(w, 1);
 	if ((r = store_tx_begin(p)) < 0)
 		return r;

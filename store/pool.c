@@ -103,6 +103,21 @@ static void pool_free(struct store_pool *p)
 		sqlite3_close_v2(p->db);
 	pack_tx_end(p, 0); /* nothing open can commit any more */
 	act_drop(p);
+	if (p->site) {
+		/* the reserve may have been drawn on (by this command, or by a
+		 * read-only one before it, which cannot give it back): take it
+		 * back if the space is there now, keeping the error being
+		 * reported. After the close: SQLite's -wal and -shm are gone. */
+		char msg[1024];
+		const char *d = ferry_err_detail();
+		snprintf(msg, sizeof msg, "%s", d ? d : "");
+		if (reserve_ensure(p, 0) < 0) { /* not strict: never fails */ }
+		if (d)
+			(void)ferry_err(FERR_IO, "%s", msg);
+		else
+			ferry_err_clear();
+	}
+	catvfs_site_put(p->site);
 	free(p->tx_packs);
 	free(p->name);
 	free(p->path);
@@ -230,7 +245,7 @@ int store_pool_create(const char *name, const char *path,
 	sqlite3_close_v2(p->db);
 	p->db = NULL;
 	act_drop(p); /* its path is about to change */
-	if ((r = write_marker(tmp)) < 0)
+	if ((r = reserve_ensure(p, 1)) < 0 || (r = write_marker(tmp)) < 0)
 		goto out;
 	if (existed && rmdir(abs) != 0) {
 		r = ferry_err_errno(errno, "cannot replace '%s'", abs);
