@@ -66,15 +66,20 @@ static const char *exec_what(const char *sql)
 	return "updating the catalogue";
 }
 
-int cat_exec(struct store_pool *p, const char *sql)
+int cat_exec_what(struct store_pool *p, const char *sql, const char *what)
 {
 	char *msg = NULL;
 	if (sqlite3_exec(p->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		int r = cat_err(p, exec_what(sql));
+		int r = cat_err(p, what);
 		sqlite3_free(msg);
 		return r;
 	}
 	return 0;
+}
+
+int cat_exec(struct store_pool *p, const char *sql)
+{
+	return cat_exec_what(p, sql, exec_what(sql));
 }
 
 int cat_prepare(struct store_pool *p, const char *sql, sqlite3_stmt **st)

@@ -498,17 +498,19 @@ static int compact(struct store_pool *p)
 	if (stat(file, &st) == 0 && statvfs(p->path, &v) == 0 &&
 	    (uint64_t)v.f_bavail * v.f_frsize > 2 * (uint64_t)st.st_size + ((uint64_t)1 << 20)) {
 		catvfs_writers(p->site, 1); /* not with the reserve */
-		r = cat_exec(p, "VACUUM");
+		r = cat_exec_what(p, "VACUUM", "compacting the catalogue");
 		catvfs_writers(p->site, -1);
-		if (r == -FERR_NOSPC) {
+		if (r == -FERR_NOSPC || r == -FERR_NOMEM) { /* a later gc may */
 			ferry_err_clear();
 			r = 0;
 		}
 		if (r < 0)
 			return r;
 	}
-	r = cat_exec(p, "PRAGMA wal_checkpoint(TRUNCATE)");
-	if (r == -FERR_NOSPC || r == -FERR_BUSY) { /* a reader keeps the WAL: later */
+	r = cat_exec_what(p, "PRAGMA wal_checkpoint(TRUNCATE)", "compacting the catalogue");
+	/* a reader keeps the WAL (busy), or the moment is bad: a later
+	 * checkpoint does it */
+	if (r == -FERR_NOSPC || r == -FERR_NOMEM || r == -FERR_BUSY) {
 		ferry_err_clear();
 		r = 0;
 	}
@@ -538,7 +540,7 @@ int store_gc(struct store_pool *p, struct store_gc_stats *st)
 	if ((r = cat_exec(p, "DELETE FROM temp.gc_live")) < 0 || (r = compact(p)) < 0)
 		goto out;
 	/* what gc freed makes room for the reserve again */
-	r = reserve_ensure(p, 0);
+	r = reserve_ensure(p, RESERVE_BEST);
 out:
 	sqlite3_finalize(g.st_node);
 	sqlite3_finalize(g.st_mark);

@@ -52,16 +52,23 @@ void catvfs_site_put(struct cat_site *s);
 void catvfs_writers(struct cat_site *s, int delta);
 
 /* The reserve (space.c; see there). reserve_ensure grows POOL/reserve to
- * its size; when it cannot, strict gives -FERR_NOSPC saying why, else 0.
+ * its size; when it cannot, RESERVE_STRICT gives -FERR_NOSPC saying why,
+ * the others 0. RESERVE_REGROW only grows a reserve that exists (a
+ * read-only command's close creates no file).
  * reserve_take frees up to want bytes of it for the pool in dir and
  * returns how many. */
-int reserve_ensure(struct store_pool *p, int strict) FERRY_WUR;
+enum { RESERVE_BEST, RESERVE_STRICT, RESERVE_REGROW };
+int reserve_ensure(struct store_pool *p, int mode) FERRY_WUR;
 uint64_t reserve_take(const char *dir, uint64_t want);
 
-/* Turns the last SQLite error on p into -FERR_CATALOG (or BUSY/NOSPC/IO)
- * with "what: sqlite message". */
+/* Turns the last SQLite error on p into -FERR_CATALOG (or BUSY, NOSPC,
+ * IO, NOMEM, CORRUPT, PERM) with a detail in ferry's words first: "pool
+ * 'P': what: ... (SQLite's message)", the busy pool's holder (act_busy) or
+ * the full disk's one line (pool_nospace). what is a gerund phrase. */
 int cat_err(struct store_pool *p, const char *what);
 int cat_exec(struct store_pool *p, const char *sql) FERRY_WUR;
+/* The same, with what failed said in ferry's words. */
+int cat_exec_what(struct store_pool *p, const char *sql, const char *what) FERRY_WUR;
 int cat_prepare(struct store_pool *p, const char *sql, sqlite3_stmt **st) FERRY_WUR;
 /* Creates the schema in a new catalogue. */
 int cat_schema_create(struct store_pool *p) FERRY_WUR;

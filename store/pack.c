@@ -453,8 +453,11 @@ int pack_unlink(struct store_pool *p, const char *name, int sync)
 {
 	char path[PATH_MAX], dir[PATH_MAX];
 	pack_path(p, name, path, sizeof path);
-	if (unlink(path) != 0 && errno != ENOENT)
-		return ferry_err_errno(errno, "cannot remove pack '%s'", path);
+	int r = io_unlink(path);
+	if (r == -FERR_NOENT)
+		ferry_err_clear();
+	else if (r < 0)
+		return r;
 	if (!sync)
 		return 0;
 	snprintf(dir, sizeof dir, "%s/%s", p->path, PACK_DIR);
@@ -488,8 +491,10 @@ int pack_sweep_orphans(struct store_pool *p, uint64_t *removed)
 			r = cat_err(p, "listing packs");
 			break;
 		}
-		if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+		if (io_unlinkat(dirfd(d), de->d_name, dir) == 0)
 			n++;
+		else
+			ferry_err_clear(); /* left for the next sweep */
 	}
 	sqlite3_finalize(st);
 	closedir(d);
@@ -553,7 +558,7 @@ int store_writer_new(struct store_pool *p, struct store_writer **out)
 	 * with it whole, and their catalogue writes do not draw on it */
 	catvfs_writers(p->site, 1);
 	w->counted = 1;
-	if ((r = reserve_ensure(p, 1)) < 0)
+	if ((r = reserve_ensure(p, RESERVE_STRICT)) < 0)
 		goto fail;
 	if ((r = cat_exec(p, temp_schema)) < 0)
 		goto fail;

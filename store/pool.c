@@ -111,7 +111,9 @@ static void pool_free(struct store_pool *p)
 		char msg[1024];
 		const char *d = ferry_err_detail();
 		snprintf(msg, sizeof msg, "%s", d ? d : "");
-		if (reserve_ensure(p, 0) < 0) { /* not strict: never fails */ }
+		if (reserve_ensure(p, (p->flags & STORE_OPEN_RDONLY) ? RESERVE_REGROW : RESERVE_BEST) < 0) {
+			/* not strict: never fails */
+		}
 		if (d)
 			(void)ferry_err(FERR_IO, "%s", msg);
 		else
@@ -245,14 +247,14 @@ int store_pool_create(const char *name, const char *path,
 	sqlite3_close_v2(p->db);
 	p->db = NULL;
 	act_drop(p); /* its path is about to change */
-	if ((r = reserve_ensure(p, 1)) < 0 || (r = write_marker(tmp)) < 0)
+	if ((r = reserve_ensure(p, RESERVE_STRICT)) < 0 || (r = write_marker(tmp)) < 0)
 		goto out;
 	if (existed && rmdir(abs) != 0) {
 		r = ferry_err_errno(errno, "cannot replace '%s'", abs);
 		goto out;
 	}
-	if (rename(tmp, abs) != 0) {
-		r = ferry_err_errno(errno, "cannot create '%s'", abs);
+	if ((r = io_rename(tmp, abs)) < 0) {
+		r = ferry_err(r, "cannot create '%s': %s", abs, ferry_errmsg(r));
 		if (existed && mkdir(abs, 0755) != 0) { /* best effort to restore it */ }
 		goto out;
 	}

@@ -96,9 +96,8 @@ int registry_del(const char *name)
 	if ((r = pools_dir(dir, sizeof dir)) < 0)
 		return r;
 	snprintf(file, sizeof file, "%s/%s", dir, name);
-	if (unlink(file) != 0)
-		return errno == ENOENT ? ferry_err(FERR_NOENT, "no such pool '%s'", name)
-				       : ferry_err_errno(errno, "cannot remove '%s'", file);
+	if ((r = io_unlink(file)) < 0)
+		return r == -FERR_NOENT ? ferry_err(FERR_NOENT, "no such pool '%s'", name) : r;
 	return io_fsync_dir(dir);
 }
 

@@ -164,7 +164,7 @@ void store_format_ratio(uint64_t logical, uint64_t physical, char *buf, size_t n
  * Size: 1/32 of the filesystem (ZFS's spa_slop_shift), 256 KiB to 64 MiB. */
 #define RESERVE_MIN ((uint64_t)256 << 10)
 #define RESERVE_MAX ((uint64_t)64 << 20)
-#define RESERVE_CHUNK ((uint64_t)64 << 10)
+#define RESERVE_CHUNK ((uint64_t)64 << 10) /* its size is a multiple of this */
 
 static void reserve_path(const char *dir, char *out, size_t n)
 {
@@ -214,7 +214,7 @@ uint64_t reserve_take(const char *dir, uint64_t want)
 	return freed;
 }
 
-int reserve_ensure(struct store_pool *p, int strict)
+int reserve_ensure(struct store_pool *p, int mode)
 {
 	char path[PATH_MAX + 16];
 	struct stat st;
@@ -223,51 +223,43 @@ int reserve_ensure(struct store_pool *p, int strict)
 	if (reserve_have(p->path) >= target)
 		return 0;
 	reserve_path(p->path, path, sizeof path);
+	if (mode == RESERVE_REGROW && stat(path, &st) != 0)
+		return 0;
 	if ((r = io_open_create(path, O_RDWR, STORE_FILE_MODE, &fd)) < 0)
 		goto out;
 	if (fstat(fd, &st) != 0) {
 		r = ferry_err_errno(errno, "cannot stat '%s'", path);
 		goto out;
 	}
-	/* in chunks, so a failure leaves little to cut back */
-	for (uint64_t at = 0; at < target && r == 0; at += RESERVE_CHUNK) {
-		r = io_fallocate(fd, 0, (off_t)at, (off_t)RESERVE_CHUNK, "the pool's reserve");
-		if (r == -FERR_UNSUPPORTED) {
-			/* no fallocate here (some FUSE and network filesystems):
-			 * zeros take the space as well */
-			static const uint8_t zero[4096];
-			ferry_err_clear();
-			r = 0;
-			if ((uint64_t)st.st_size < at + RESERVE_CHUNK)
-				for (uint64_t o = 0; o < RESERVE_CHUNK && r == 0; o += sizeof zero)
-					r = io_pwrite_full(fd, zero, sizeof zero, (off_t)(at + o));
-		}
-	}
-	if (r < 0) {
-		/* what it could take stays the reserve's */
-		int nospc = r == -FERR_NOSPC;
-		if (!strict) {
-			ferry_err_clear();
-			r = 0;
-		} else if (nospc) {
-			char fr[16], need[16];
-			struct statvfs v;
-			uint64_t avail = statvfs(p->path, &v) == 0 ? (uint64_t)v.f_bavail * v.f_frsize : 0;
-			format_nicenum(avail, fr, sizeof fr, 1);
-			format_nicenum(target, need, sizeof need, 1);
-			r = ferry_err(FERR_NOSPC, "pool '%s': no space left on device (%s free; the pool "
-				      "needs %s kept in reserve for gc and destroy: destroy snapshots and "
-				      "run gc)", p->name, fr, need);
-		}
-		goto out;
-	}
-	if ((r = io_fsync(fd, "the pool's reserve")) < 0 && !strict) {
+	r = io_fallocate(fd, 0, 0, (off_t)target, "the pool's reserve");
+	if (r == -FERR_UNSUPPORTED) {
+		/* no fallocate here (some FUSE and network filesystems): zeros
+		 * take the space as well */
+		static const uint8_t zero[65536];
 		ferry_err_clear();
 		r = 0;
+		for (uint64_t at = (uint64_t)st.st_size; at < target && r == 0; at += sizeof zero)
+			r = io_pwrite_full(fd, zero, sizeof zero, (off_t)at);
 	}
+	/* No fsync: after a crash the reserve may be shorter, and the next
+	 * capture or receive grows it again before it writes. What it could
+	 * take before a failure stays the reserve's. */
 out:
 	if (fd >= 0)
 		close(fd);
+	if (r < 0 && mode != RESERVE_STRICT) {
+		ferry_err_clear();
+		r = 0;
+	} else if (r == -FERR_NOSPC) {
+		char fr[16], need[16];
+		struct statvfs v;
+		uint64_t avail = statvfs(p->path, &v) == 0 ? (uint64_t)v.f_bavail * v.f_frsize : 0;
+		format_nicenum(avail, fr, sizeof fr, 1);
+		format_nicenum(target, need, sizeof need, 1);
+		r = ferry_err(FERR_NOSPC, "pool '%s': no space left on device (%s free; the pool keeps "
+			      "%s in reserve for gc and destroy: destroy snapshots and run gc)",
+			      p->name, fr, need);
+	}
 	return r;
 }
 
