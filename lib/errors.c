@@ -160,3 +160,21 @@ void ferry_err_clear(void)
 	detail_set = false;
 	detail[0] = '\0';
 }
+
+void ferry_err_save(struct ferry_errsave *s)
+{
+	s->set = detail_set;
+	if (detail_set)
+		memcpy(s->text, detail, sizeof(s->text) < sizeof(detail) ? sizeof(s->text) : sizeof(detail));
+	s->text[sizeof(s->text) - 1] = '\0';
+}
+
+void ferry_err_restore(const struct ferry_errsave *s)
+{
+	if (s->set) {
+		memcpy(detail, s->text, sizeof(s->text));
+		detail_set = true;
+	} else {
+		ferry_err_clear();
+	}
+}

@@ -67,6 +67,14 @@ const char *ferry_errmsg(int r);
  * ferry_err_clear(). Same lifetime as ferry_errmsg(). */
 const char *ferry_err_detail(void);
 void ferry_err_clear(void);
+/* Keeps the thread's detail across cleanup code that may record its own
+ * (an unlink on an error path): save, clean up, restore. */
+struct ferry_errsave {
+	int set;
+	char text[1024];
+};
+void ferry_err_save(struct ferry_errsave *s);
+void ferry_err_restore(const struct ferry_errsave *s);
 
 /* ---- checked arithmetic: 0 on success, -FERR_OVERFLOW on overflow;
  * *out written only on success. */

@@ -127,7 +127,7 @@ static void act_sweep(const char *dir)
 			continue;
 		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
 		if (act_read(path, buf, sizeof buf) == 0 && !act_live(dir, de->d_name, buf) &&
-		    unlink(path) != 0) { /* another sweeper got it */ }
+		    io_unlink(path) != 0) { /* another sweeper got it */ }
 	}
 	closedir(d);
 }
@@ -158,12 +158,10 @@ void act_note(struct store_pool *p)
 	if (p->act_name[0] || (p->flags & STORE_OPEN_RDONLY))
 		return;
 	/* keep the caller's error detail: this runs on its paths too */
-	char msg[1024];
-	const char *d = ferry_err_detail();
-	snprintf(msg, sizeof msg, "%s", d ? d : "");
+	struct ferry_errsave e;
+	ferry_err_save(&e);
 	act_write(p);
-	if (d)
-		(void)ferry_err(FERR_IO, "%s", msg);
+	ferry_err_restore(&e);
 }
 
 void act_drop(struct store_pool *p)
@@ -171,8 +169,11 @@ void act_drop(struct store_pool *p)
 	char path[PATH_MAX];
 	if (!p->act_name[0])
 		return;
+	struct ferry_errsave e;
 	act_path(p, p->act_name, path, sizeof path);
-	if (unlink(path) != 0) { /* a stale record is ignored by its pid */ }
+	ferry_err_save(&e);
+	if (io_unlink(path) < 0) { /* a stale record is ignored by its pid */ }
+	ferry_err_restore(&e);
 	p->act_name[0] = 0;
 }
 
@@ -180,12 +181,10 @@ void store_pool_activity(struct store_pool *p, const char *what)
 {
 	snprintf(p->activity, sizeof p->activity, "%s", what ? what : "");
 	if (p->act_name[0]) {
-		char msg[1024];
-		const char *d = ferry_err_detail();
-		snprintf(msg, sizeof msg, "%s", d ? d : "");
+		struct ferry_errsave e;
+		ferry_err_save(&e);
 		act_write(p);
-		if (d)
-			(void)ferry_err(FERR_IO, "%s", msg);
+		ferry_err_restore(&e);
 	}
 }
 
@@ -213,7 +212,7 @@ static int act_describe(struct store_pool *p, long pid, char *out, size_t n)
 		if (!sp)
 			continue;
 		if (!act_live(dir, de->d_name, buf)) {
-			if (unlink(path) != 0) { /* someone else's to remove */ }
+			if (io_unlink(path) != 0) { /* someone else's to remove */ }
 			continue;
 		}
 		snprintf(out, n, "%s", sp + 1);

@@ -310,16 +310,10 @@ out:
  * detail of the failure being reported. */
 static void gc_unlink_quiet(struct store_pool *p, const char *name)
 {
-	char path[PATH_MAX], dir[PATH_MAX];
-	pack_path(p, name, path, sizeof path);
-	if (unlink(path) != 0)
-		return; /* an orphan for the next sweep */
-	snprintf(dir, sizeof dir, "%s/%s", p->path, PACK_DIR);
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		if (fsync(fd) != 0) { /* as above */ }
-		close(fd);
-	}
+	struct ferry_errsave e;
+	ferry_err_save(&e);
+	if (pack_unlink(p, name, 1) < 0) { /* an orphan for the next sweep */ }
+	ferry_err_restore(&e);
 }
 
 struct packrow {
@@ -472,9 +466,13 @@ out:
 		if (!out_committed) {
 			gc_unlink_quiet(p, out_name);
 		} else if (fstat(out_fd, &ob) == 0 && (uint64_t)ob.st_size > out_committed) {
-			if (ftruncate(out_fd, (off_t)out_committed) != 0 || fsync(out_fd) != 0) {
+			struct ferry_errsave e;
+			ferry_err_save(&e);
+			if (io_ftruncate(out_fd, (off_t)out_committed, "a pack") < 0 ||
+			    io_fsync(out_fd, "a pack") < 0) {
 				/* left as it is: readers go by the index, never past it */
 			}
+			ferry_err_restore(&e);
 		}
 		close(out_fd);
 	}

@@ -109,8 +109,11 @@ int pack_create(struct store_pool *p, int *fd, char name[32])
 		put_le32(hdr + 12, 0);
 		r = io_write_full(f, hdr, sizeof hdr);
 		if (r < 0) {
+			struct ferry_errsave e;
 			close(f);
-			unlink(path);
+			ferry_err_save(&e);
+			if (io_unlink(path) < 0) { /* an orphan for the next sweep */ }
+			ferry_err_restore(&e);
 			return r;
 		}
 		*fd = f;
@@ -361,20 +364,23 @@ static void flusher_stop(struct store_writer *w)
  * next sweep. */
 static int unlink_quiet(struct store_pool *p, const char *name)
 {
+	struct ferry_errsave e;
 	char path[PATH_MAX];
 	pack_path(p, name, path, sizeof path);
-	return unlink(path) == 0 ? 1 : 0;
+	ferry_err_save(&e);
+	int r = io_unlink(path);
+	ferry_err_restore(&e);
+	return r == 0;
 }
 
 static void sync_packdir_quiet(struct store_pool *p)
 {
+	struct ferry_errsave e;
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof dir, "%s/%s", p->path, PACK_DIR);
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		if (fsync(fd) != 0) { /* a crash may bring the files back: orphans */ }
-		close(fd);
-	}
+	ferry_err_save(&e);
+	if (io_fsync_dir(dir) < 0) { /* a crash may bring the files back: orphans */ }
+	ferry_err_restore(&e);
 }
 
 /* Closes the writer's packs since its last commit. With drop, the writer
@@ -385,17 +391,12 @@ static void sync_packdir_quiet(struct store_pool *p)
 static void close_packs(struct store_writer *w, int drop)
 {
 	int removed = 0;
-	char msg[1024];
+	struct ferry_errsave e;
 	/* the packs are being abandoned: a flush error does not matter, and
 	 * must not replace the error being reported */
-	const char *d = ferry_err_detail();
-	snprintf(msg, sizeof msg, "%s", d ? d : "");
-	if (flusher_wait(w) < 0) {
-		if (d)
-			(void)ferry_err(FERR_IO, "%s", msg);
-		else
-			ferry_err_clear();
-	}
+	ferry_err_save(&e);
+	if (flusher_wait(w) < 0) { /* see above */ }
+	ferry_err_restore(&e);
 	for (size_t i = 0; i < w->npacks; i++) {
 		if (w->packs[i].fd >= 0)
 			close(w->packs[i].fd);

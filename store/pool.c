@@ -108,16 +108,12 @@ static void pool_free(struct store_pool *p)
 		 * read-only one before it, which cannot give it back): take it
 		 * back if the space is there now, keeping the error being
 		 * reported. After the close: SQLite's -wal and -shm are gone. */
-		char msg[1024];
-		const char *d = ferry_err_detail();
-		snprintf(msg, sizeof msg, "%s", d ? d : "");
+		struct ferry_errsave e;
+		ferry_err_save(&e);
 		if (reserve_ensure(p, (p->flags & STORE_OPEN_RDONLY) ? RESERVE_REGROW : RESERVE_BEST) < 0) {
 			/* not strict: never fails */
 		}
-		if (d)
-			(void)ferry_err(FERR_IO, "%s", msg);
-		else
-			ferry_err_clear();
+		ferry_err_restore(&e);
 	}
 	catvfs_site_put(p->site);
 	free(p->tx_packs);
@@ -249,8 +245,8 @@ int store_pool_create(const char *name, const char *path,
 	act_drop(p); /* its path is about to change */
 	if ((r = reserve_ensure(p, RESERVE_STRICT)) < 0 || (r = write_marker(tmp)) < 0)
 		goto out;
-	if (existed && rmdir(abs) != 0) {
-		r = ferry_err_errno(errno, "cannot replace '%s'", abs);
+	if (existed && ((r = io_fault(IO_FAULT_UNLINK)) || rmdir(abs) != 0)) {
+		r = ferry_err_errno(r ? r : errno, "cannot replace '%s'", abs);
 		goto out;
 	}
 	if ((r = io_rename(tmp, abs)) < 0) {
