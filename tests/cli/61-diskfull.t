@@ -220,15 +220,16 @@ diskfull() { # diskfull NAME SIZE_MB MOUNT-SETUP...
 	fill 0
 	run ferry destroy "full/d@$name-0"
 	is "$rc:$(cat "$T/err")" "0:" "$name: destroy works on the full disk"
+	run ferry destroy -r full/cap
+	is "$rc:$(cat "$T/err")" "0:" "$name: destroy -r of a dataset too"
 	run ferry gc -v full
-	is "$rc:$(cat "$T/err")" "0:" "$name: and gc after it"
+	is "$rc:$(cat "$T/err")" "0:" "$name: and gc after them"
 	ferry destroy "fctl/d@$name-0"
+	ferry destroy -r fctl/cap
 	rm -f "$MNT/filler"
 	run ferry recv full/d <"$T/s2"
 	is "$rc:$(cat "$T/err")" "0:" "$name: the next smaller receive succeeds"
 	ferry recv fctl/d <"$T/s2"
-	ferry destroy -r full/cap
-	ferry destroy -r fctl/cap
 	after_check full fctl "$name"
 	is "$(ls "$MNT/full/packs" | sort)" "$(sqlite3 "$MNT/full/catalog.db" "SELECT name FROM packs ORDER BY name")" \
 		"$name: every pack file is the catalogue's"
