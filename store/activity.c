@@ -153,15 +153,25 @@ out:
 	ferry_err_clear();
 }
 
-void act_note(struct store_pool *p)
+void act_begin(struct store_pool *p)
 {
-	if (p->act_name[0] || (p->flags & STORE_OPEN_RDONLY))
+	if (p->flags & STORE_OPEN_RDONLY)
+		return;
+	if (p->act_refs++ > 0 && p->act_name[0])
 		return;
 	/* keep the caller's error detail: this runs on its paths too */
 	struct ferry_errsave e;
 	ferry_err_save(&e);
 	act_write(p);
 	ferry_err_restore(&e);
+}
+
+void act_end(struct store_pool *p)
+{
+	if ((p->flags & STORE_OPEN_RDONLY) || p->act_refs == 0)
+		return;
+	if (--p->act_refs == 0)
+		act_drop(p);
 }
 
 void act_drop(struct store_pool *p)

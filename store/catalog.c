@@ -312,10 +312,12 @@ int store_tx_begin(struct store_pool *p)
 	if (p->tx_depth++ > 0)
 		return 0;
 	p->tx_failed = 0;
-	act_note(p);
+	act_begin(p);
 	int r = cat_exec(p, "BEGIN IMMEDIATE");
-	if (r < 0)
+	if (r < 0) {
 		p->tx_depth = 0;
+		act_end(p);
+	}
 	return r;
 }
 
@@ -347,6 +349,7 @@ int store_tx_commit(struct store_pool *p)
 	if (p->tx_failed) {
 		if (cat_exec(p, "ROLLBACK") < 0) { /* the error below says it all */ }
 		pack_tx_end(p, 0);
+		act_end(p);
 		return ferry_err(FERR_CATALOG, "transaction aborted by an earlier error");
 	}
 	int r = cat_exec(p, "COMMIT");
@@ -355,9 +358,11 @@ int store_tx_commit(struct store_pool *p)
 		snprintf(msg, sizeof msg, "%s", ferry_errmsg(r));
 		if (cat_exec(p, "ROLLBACK") < 0) { /* already rolled back by SQLite */ }
 		pack_tx_end(p, 0);
+		act_end(p);
 		return ferry_err(-r, "%s", msg);
 	}
 	pack_tx_end(p, 1);
+	act_end(p);
 	return 0;
 }
 
@@ -371,4 +376,5 @@ void store_tx_rollback(struct store_pool *p)
 	}
 	if (cat_exec(p, "ROLLBACK") < 0) { /* nothing more to undo */ }
 	pack_tx_end(p, 0);
+	act_end(p);
 }

@@ -524,9 +524,11 @@ int store_gc(struct store_pool *p, struct store_gc_stats *st)
 	g.p = p;
 	g.st = st;
 	fbuf_init(&g.buf, NODE_MAX);
-	act_note(p);
-	if ((r = pack_lock(p, 1, &lock)) < 0)
+	act_begin(p);
+	if ((r = pack_lock(p, 1, &lock)) < 0) {
+		act_end(p);
 		return r;
+	}
 	/* orphans first: removing them writes nothing, so on a full disk
 	 * they make room for what follows */
 	if ((r = pack_sweep_orphans(p, &st->orphans_deleted)) < 0 || (r = mark_nodes(&g)) < 0 ||
@@ -545,5 +547,6 @@ out:
 	free(g.stack);
 	fbuf_release(&g.buf);
 	close(lock);
+	act_end(p);
 	return r;
 }

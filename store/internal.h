@@ -37,6 +37,7 @@ struct store_pool {
 	int tx_lock_fd;
 	char activity[256]; /* store_pool_activity's description, or "" */
 	char act_name[48];  /* this handle's record under run/ (activity.c), or "" */
+	unsigned act_refs;  /* what keeps the record: writers, readers, gc, a transaction */
 	struct cat_site *site; /* the catalogue VFS's state of this pool (catvfs.c) */
 };
 
@@ -84,14 +85,16 @@ const char *ds_relname(const struct store_pool *p, const char *full);
 int ds_load_by_id(struct store_pool *p, int64_t id, struct store_ds *out) FERRY_WUR;
 void ds_fullname(const struct store_pool *p, const char *rel, char *out, size_t n);
 
-/* Activity records (activity.c): act_note makes the handle's record when
+/* Activity records (activity.c): act_begin makes the handle's record when
  * it starts something another command may wait for (a writer, a reader,
- * gc, a write transaction); act_drop removes it when the handle closes.
- * Both are best effort and keep the thread's error detail. act_busy
+ * gc, a write transaction) and act_end removes it when the last of those
+ * ends; act_drop removes it whatever (the handle closes). All are best
+ * effort and keep the thread's error detail. act_busy
  * returns -FERR_BUSY with a detail naming who holds the catalogue's write
  * lock (ACT_CATALOG) or the gc lock (ACT_GCLOCK), and what it is doing. */
 enum { ACT_CATALOG, ACT_GCLOCK };
-void act_note(struct store_pool *p);
+void act_begin(struct store_pool *p);
+void act_end(struct store_pool *p);
 void act_drop(struct store_pool *p);
 int act_busy(struct store_pool *p, int what);
 

@@ -268,6 +268,7 @@ struct store_writer {
 	unsigned batch_ops;
 	int last;            /* store_writer_last: the next commit is the last one */
 	int counted;         /* in catvfs_writers */
+	int act;             /* in the pool's activity record (act_begin) */
 	uint64_t blocks, bytes;
 	sqlite3_stmt *st_has_main, *st_has_new, *st_ins_new, *st_ins_ref, *st_any_main,
 		*st_any_new, *st_node_main, *st_ins_node, *st_ref_main;
@@ -548,7 +549,8 @@ int store_writer_new(struct store_pool *p, struct store_writer **out)
 	w->p = p;
 	w->cur = -1;
 	w->lock_fd = -1;
-	act_note(p);
+	act_begin(p);
+	w->act = 1;
 	if (p->flags & STORE_OPEN_RDONLY) {
 		r = ferry_err(FERR_PERM, "pool '%s' is open read-only", p->name);
 		goto fail;
@@ -630,6 +632,8 @@ void store_writer_free(struct store_writer *w)
 		close(w->lock_fd);
 	if (w->counted)
 		catvfs_writers(w->p->site, -1);
+	if (w->act)
+		act_end(w->p);
 	free(w->buf);
 	free(w->buf2);
 	free(w);
@@ -1187,7 +1191,7 @@ int store_reader_new(struct store_pool *p, struct store_reader **out)
 	rd->p = p;
 	for (int i = 0; i < RD_FDS; i++)
 		rd->fds[i].fd = -1;
-	act_note(p);
+	act_begin(p);
 	if (pack_lock(p, 0, &rd->lock_fd) < 0) {
 		/* a read-only pool directory: nobody can collect garbage there */
 		ferry_err_clear();
@@ -1220,6 +1224,7 @@ void store_reader_free(struct store_reader *rd)
 	sqlite3_finalize(rd->st_has_block);
 	if (rd->lock_fd >= 0)
 		close(rd->lock_fd);
+	act_end(rd->p);
 	free(rd->buf);
 	free(rd);
 }

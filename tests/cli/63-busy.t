@@ -69,6 +69,7 @@ run ferry create bk/x
 is "$rc" 0 "and create works"
 run ferry gc bk
 is "$rc" 0 "and gc"
+is "$(ls "$T/p/bk/run")" "" "no activity record is left once the commands end"
 
 # ---- a killed holder is not named -------------------------------------------------
 mkfifo "$T/in2"
