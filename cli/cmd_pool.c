@@ -53,6 +53,10 @@ static int pool_import(int argc, char **argv)
 		return cli_usage("usage: ferry pool import PATH [NAME]");
 	if ((r = store_pool_import(argv[1], argc == 3 ? argv[2] : NULL, &name)) < 0)
 		return cli_fail(r, "cannot import pool at '%s'", argv[1]);
+	char what[4200];
+	if (store_pool_exposed(name, what, sizeof what) == 1)
+		cli_warn("pool '%s' is open to other users (%s): its packs hold file contents; "
+			 "chmod -R go= '%s' makes it private", name, what, argv[1]);
 	free(name);
 	return EXIT_OK;
 }

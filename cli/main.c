@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../store/store.h"
 #include "cli.h"
 
 struct cli_cmd {
@@ -41,6 +42,21 @@ static void usage(FILE *f)
 		   "see ferry(8) for details.\n");
 }
 
+/* What this process is doing, for the message of another command that
+ * finds a pool busy meanwhile: its command line, quoted and cut short. */
+static void describe_self(int argc, char **argv)
+{
+	char buf[200];
+	size_t n = (size_t)snprintf(buf, sizeof buf, "'ferry");
+	for (int i = 1; i < argc && n < sizeof buf; i++)
+		n += (size_t)snprintf(buf + n, sizeof buf - n, " %s", argv[i]);
+	if (n + 2 > sizeof buf)
+		snprintf(buf + sizeof buf - 6, 6, "...'");
+	else
+		snprintf(buf + n, sizeof buf - n, "'");
+	store_activity_default(buf);
+}
+
 int main(int argc, char **argv)
 {
 	opterr = 0;
@@ -52,6 +68,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ferry: cannot initialise libsodium\n");
 		return EXIT_FAIL;
 	}
+	describe_self(argc, argv);
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);

@@ -168,3 +168,21 @@ void ferry_bug(const char *file, int line, const char *what)
 	fprintf(stderr, "ferry: BUG at %s:%d: %s\n", file, line, what);
 	abort();
 }
+
+void ferry_err_save(struct ferry_errsave *s)
+{
+	s->set = detail_set;
+	if (detail_set)
+		memcpy(s->text, detail, sizeof(s->text) < sizeof(detail) ? sizeof(s->text) : sizeof(detail));
+	s->text[sizeof(s->text) - 1] = '\0';
+}
+
+void ferry_err_restore(const struct ferry_errsave *s)
+{
+	if (s->set) {
+		memcpy(detail, s->text, sizeof(s->text));
+		detail_set = true;
+	} else {
+		ferry_err_clear();
+	}
+}

@@ -39,6 +39,10 @@ int io_read_full(int fd, void *buf, size_t n, size_t *got)
 int io_write_full(int fd, const void *buf, size_t n)
 {
 	size_t done = 0;
+	int e = io_fault(IO_FAULT_WRITE);
+
+	if (e)
+		return ferry_err_errno(e, "write to fd %d", fd);
 
 	while (done < n) {
 		size_t want = n - done < IO_CHUNK ? n - done : IO_CHUNK;
@@ -95,10 +99,12 @@ int io_pread_full(int fd, void *buf, size_t n, off_t off, size_t *got)
 int io_pwrite_full(int fd, const void *buf, size_t n, off_t off)
 {
 	size_t done = 0;
-	int r;
+	int r, e;
 
 	if ((r = check_range(fd, n, off)) < 0)
 		return r;
+	if ((e = io_fault(IO_FAULT_WRITE)))
+		return ferry_err_errno(e, "write to fd %d at offset %lld", fd, (long long)off);
 	while (done < n) {
 		size_t want = n - done < IO_CHUNK ? n - done : IO_CHUNK;
 		ssize_t k = pwrite(fd, (const uint8_t *)buf + done, want, off + (off_t)done);
@@ -117,8 +123,83 @@ int io_pwrite_full(int fd, const void *buf, size_t n, off_t off)
 	return 0;
 }
 
+int io_fsync(int fd, const char *what)
+{
+	int e = io_fault(IO_FAULT_FSYNC);
+
+	if (e)
+		return ferry_err_errno(e, "cannot sync %s", what);
+	while (fsync(fd) != 0) {
+		if (errno == EINTR)
+			continue;
+		return ferry_err_errno(errno, "cannot sync %s", what);
+	}
+	return 0;
+}
+
+int io_ftruncate(int fd, off_t size, const char *what)
+{
+	int e = io_fault(IO_FAULT_WRITE);
+
+	if (e)
+		return ferry_err_errno(e, "cannot truncate %s", what);
+	while (ftruncate(fd, size) != 0) {
+		if (errno == EINTR)
+			continue;
+		return ferry_err_errno(errno, "cannot truncate %s", what);
+	}
+	return 0;
+}
+
+int io_fallocate(int fd, int mode, off_t off, off_t len, const char *what)
+{
+	int e = io_fault(IO_FAULT_WRITE);
+
+	if (e)
+		return ferry_err_errno(e, "cannot allocate %s", what);
+	while (fallocate(fd, mode, off, len) != 0) {
+		if (errno == EINTR)
+			continue;
+		if (errno == EOPNOTSUPP || errno == ENOSYS)
+			return ferry_err(FERR_UNSUPPORTED, "cannot allocate %s: not supported here", what);
+		return ferry_err_errno(errno, "cannot allocate %s", what);
+	}
+	return 0;
+}
+
+int io_rename(const char *from, const char *to)
+{
+	int e = io_fault(IO_FAULT_RENAME);
+
+	if (e || rename(from, to) != 0)
+		return ferry_err_errno(e ? e : errno, "cannot rename '%s' to '%s'", from, to);
+	return 0;
+}
+
+int io_unlink(const char *path)
+{
+	int e = io_fault(IO_FAULT_UNLINK);
+
+	if (e || unlink(path) != 0)
+		return ferry_err_errno(e ? e : errno, "cannot remove '%s'", path);
+	return 0;
+}
+
+int io_unlinkat(int dirfd, const char *name, const char *dir)
+{
+	int e = io_fault(IO_FAULT_UNLINK);
+
+	if (e || unlinkat(dirfd, name, 0) != 0)
+		return ferry_err_errno(e ? e : errno, "cannot remove '%s/%s'", dir, name);
+	return 0;
+}
+
 int io_fsync_dirfd(int dirfd)
 {
+	int e = io_fault(IO_FAULT_FSYNC);
+
+	if (e)
+		return ferry_err_errno(e, "fsync directory fd %d", dirfd);
 	if (fsync(dirfd) == 0)
 		return 0;
 	/* Some filesystems cannot sync a directory at all; the rename is as
@@ -144,7 +225,9 @@ int io_fsync_dir(const char *dir)
 
 	if ((r = open_dir(dir, &fd)) < 0)
 		goto out;
-	if (fsync(fd) < 0 && errno != EINVAL && errno != ENOTSUP)
+	if ((r = io_fault(IO_FAULT_FSYNC)))
+		r = ferry_err_errno(r, "fsync directory '%s'", dir);
+	else if (fsync(fd) < 0 && errno != EINVAL && errno != ENOTSUP)
 		r = ferry_err_errno(errno, "fsync directory '%s'", dir);
 out:
 	if (fd >= 0)
@@ -164,6 +247,12 @@ static int check_name(const char *dir, const char *name)
 int io_write_file_atomic(const char *dir, const char *name, const void *data,
 			 size_t len, mode_t mode)
 {
+	return io_replace_file(dir, name, data, len, mode, 1);
+}
+
+int io_replace_file(const char *dir, const char *name, const void *data, size_t len,
+		    mode_t mode, int sync)
+{
 	char tmp[NAME_MAX + 1];
 	int dfd = -1, fd = -1, r, tries;
 	int have_tmp = 0;
@@ -181,6 +270,10 @@ int io_write_file_atomic(const char *dir, const char *name, const void *data,
 		ferry_random(&rnd, sizeof(rnd));
 		snprintf(tmp, sizeof(tmp), ".%.64s.tmp-%016llx", name,
 			 (unsigned long long)rnd);
+		if ((r = io_fault(IO_FAULT_CREATE))) {
+			r = ferry_err_errno(r, "cannot create temporary file in '%s'", dir);
+			goto out;
+		}
 		fd = openat(dfd, tmp, O_CREAT | O_EXCL | O_CLOEXEC | O_WRONLY, mode);
 		if (fd >= 0)
 			break;
@@ -190,13 +283,21 @@ int io_write_file_atomic(const char *dir, const char *name, const void *data,
 		}
 	}
 	have_tmp = 1;
+	/* exactly mode, whatever the umask: a private file stays private */
+	if (fchmod(fd, mode) != 0) {
+		r = ferry_err_errno(errno, "cannot set the mode of '%s/%s'", dir, name);
+		goto out;
+	}
 	if ((r = io_write_full(fd, data, len)) < 0) {
 		r = ferry_err(-r, "cannot write '%s/%s': %s", dir, name, ferry_errmsg(r));
 		goto out;
 	}
-	if (fsync(fd) < 0) {
-		r = ferry_err_errno(errno, "fsync '%s/%s'", dir, name);
-		goto out;
+	if (sync) {
+		char what[PATH_MAX + NAME_MAX + 4];
+
+		snprintf(what, sizeof(what), "'%s/%s'", dir, name);
+		if ((r = io_fsync(fd, what)) < 0)
+			goto out;
 	}
 	/* close can report deferred write errors (NFS); a replace built on a
 	 * file we could not close cleanly is not safe. */
@@ -206,12 +307,12 @@ int io_write_file_atomic(const char *dir, const char *name, const void *data,
 		r = ferry_err_errno(errno, "close '%s/%s'", dir, name);
 		goto out;
 	}
-	if (renameat(dfd, tmp, dfd, name) < 0) {
-		r = ferry_err_errno(errno, "cannot rename '%s/%s' to '%s'", dir, tmp, name);
+	if ((r = io_fault(IO_FAULT_RENAME)) || renameat(dfd, tmp, dfd, name) < 0) {
+		r = ferry_err_errno(r ? r : errno, "cannot rename '%s/%s' to '%s'", dir, tmp, name);
 		goto out;
 	}
 	have_tmp = 0;
-	if ((r = io_fsync_dirfd(dfd)) < 0) {
+	if (sync && (r = io_fsync_dirfd(dfd)) < 0) {
 		r = ferry_err(-r, "fsync directory '%s': %s", dir, ferry_errmsg(r));
 		goto out;
 	}
@@ -292,6 +393,64 @@ out:
 	return r;
 }
 
+int io_open_create(const char *path, int flags, mode_t mode, int *out)
+{
+	int fd, tries;
+
+	for (tries = 0;; tries++) {
+		if (!(flags & O_EXCL)) {
+			fd = open(path, (flags & ~O_CREAT) | O_CLOEXEC);
+			if (fd >= 0)
+				break;
+			if (errno == EINTR)
+				continue;
+			if (errno != ENOENT)
+				return ferry_err_errno(errno, "cannot open '%s'", path);
+		}
+		int fe = io_fault(IO_FAULT_CREATE);
+
+		if (fe)
+			return ferry_err_errno(fe, "cannot create '%s'", path);
+		fd = open(path, flags | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+		if (fd >= 0) {
+			/* exactly mode, whatever the umask */
+			if (fchmod(fd, mode) != 0) {
+				int e = errno;
+
+				close(fd);
+				unlink(path);
+				return ferry_err_errno(e, "cannot set the mode of '%s'", path);
+			}
+			break;
+		}
+		if (errno == EINTR)
+			continue;
+		/* someone made it between the two opens: open theirs */
+		if (errno == EEXIST && !(flags & O_EXCL) && tries < 100)
+			continue;
+		return ferry_err_errno(errno, "cannot create '%s'", path);
+	}
+	*out = fd;
+	return 0;
+}
+
+int io_mkdir(const char *path, mode_t mode)
+{
+	int fe = io_fault(IO_FAULT_CREATE);
+
+	if (fe)
+		return ferry_err_errno(fe, "cannot create directory '%s'", path);
+	if (mkdir(path, mode) != 0)
+		return ferry_err_errno(errno, "cannot create directory '%s'", path);
+	if (chmod(path, mode) != 0) {
+		int e = errno;
+
+		rmdir(path);
+		return ferry_err_errno(e, "cannot set the mode of '%s'", path);
+	}
+	return 0;
+}
+
 int io_mkdirs(const char *path, mode_t mode)
 {
 	char *p = NULL;
@@ -316,8 +475,10 @@ int io_mkdirs(const char *path, mode_t mode)
 		/* Whatever mkdir says (EEXIST, or EACCES/EROFS on a parent we
 		 * only pass through), an existing directory is success; this
 		 * also absorbs a concurrent creator. */
-		if (mkdir(p, mode) < 0) {
-			int e = errno;
+		int fe = stat(p, &st) == 0 ? 0 : io_fault(IO_FAULT_CREATE);
+
+		if (fe || mkdir(p, mode) < 0) {
+			int e = fe ? fe : errno;
 
 			if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
 				p[i] = save;
@@ -327,6 +488,11 @@ int io_mkdirs(const char *path, mode_t mode)
 				r = ferry_err(FERR_EXISTS, "'%s' exists and is not a directory", p);
 			else
 				r = ferry_err_errno(e, "cannot create directory '%s'", p);
+			goto out;
+		}
+		/* what this call made gets exactly mode, whatever the umask */
+		if (chmod(p, mode) != 0) {
+			r = ferry_err_errno(errno, "cannot set the mode of '%s'", p);
 			goto out;
 		}
 		p[i] = save;

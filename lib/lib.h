@@ -72,6 +72,14 @@ const char *ferry_errmsg(int r);
  * ferry_err_clear(). Same lifetime as ferry_errmsg(). */
 const char *ferry_err_detail(void);
 void ferry_err_clear(void);
+/* Keeps the thread's detail across cleanup code that may record its own
+ * (an unlink on an error path): save, clean up, restore. */
+struct ferry_errsave {
+	int set;
+	char text[1024];
+};
+void ferry_err_save(struct ferry_errsave *s);
+void ferry_err_restore(const struct ferry_errsave *s);
 
 /* ---- checked arithmetic: 0 on success, -FERR_OVERFLOW on overflow;
  * *out written only on success. */
@@ -142,6 +150,34 @@ int ferry_memcmp_ct(const void *a, const void *b, size_t n);
 void ferry_random(void *p, size_t n);
 uint64_t ferry_random_guid(void);
 
+/* ---- fault injection (test builds) ---------------------------------------
+ * Every write, sync, rename, unlink, create and (through an interposed
+ * malloc) allocation of ferry's passes io_fault() first. In a build with
+ * -DFERRY_FAULT (make BUILD=build-fault FAULT=1), FERRY_FAULT=KIND:N:ERR
+ * makes the Nth call of that kind fail with errno ERR (EIO, ENOSPC,
+ * ENOMEM), and FERRY_FAULT=count writes how many calls of each kind a
+ * command made to FERRY_FAULT_COUNT (a file) at exit; see lib/fault.c.
+ * Elsewhere io_fault() is a constant 0 the compiler removes. */
+enum io_fault_op {
+	IO_FAULT_WRITE,  /* write, pwrite, ftruncate, fallocate */
+	IO_FAULT_FSYNC,  /* fsync of a file or directory */
+	IO_FAULT_RENAME,
+	IO_FAULT_UNLINK,
+	IO_FAULT_CREATE, /* open with O_CREAT, mkdir */
+	IO_FAULT_ALLOC,  /* malloc, calloc, realloc */
+	IO_FAULT__COUNT
+};
+#ifdef FERRY_FAULT
+/* 0, or the errno the caller must fail with (errno is set to it too). */
+int io_fault(enum io_fault_op op);
+#else
+static inline int io_fault(enum io_fault_op op)
+{
+	(void)op;
+	return 0;
+}
+#endif
+
 /* ---- fd I/O ------------------------------------------------------------
  * All retry on EINTR and short transfers. */
 /* Reads up to n bytes; *got < n only at end of file. */
@@ -151,15 +187,36 @@ int io_pread_full(int fd, void *buf, size_t n, off_t off, size_t *got) FERRY_WUR
 int io_pwrite_full(int fd, const void *buf, size_t n, off_t off) FERRY_WUR;
 int io_fsync_dir(const char *dir) FERRY_WUR;
 int io_fsync_dirfd(int dirfd) FERRY_WUR;
+/* fsync(fd); what names the file in the error ("pack 'x'"). */
+int io_fsync(int fd, const char *what) FERRY_WUR;
+/* ftruncate / fallocate (mode as fallocate(2)) with errors naming what. */
+int io_ftruncate(int fd, off_t size, const char *what) FERRY_WUR;
+int io_fallocate(int fd, int mode, off_t off, off_t len, const char *what) FERRY_WUR;
+/* rename / unlink (a missing file is -FERR_NOENT) with errors naming the paths. */
+int io_rename(const char *from, const char *to) FERRY_WUR;
+int io_unlink(const char *path) FERRY_WUR;
+int io_unlinkat(int dirfd, const char *name, const char *dir) FERRY_WUR;
 /* Crash-safe replace of dir/name: temp file O_CREAT|O_EXCL|O_CLOEXEC in dir,
- * write, fsync, rename over name, fsync dir. On failure the old file is
- * untouched and the temp file removed. */
+ * write, fsync, rename over name, fsync dir. The file gets exactly mode,
+ * whatever the umask. On failure the old file is untouched and the temp
+ * file removed. */
 int io_write_file_atomic(const char *dir, const char *name, const void *data,
 			 size_t len, mode_t mode) FERRY_WUR;
+/* The same, durable only with sync: without it the replace is atomic for
+ * readers (all of the old file or all of the new) but a crash may lose it. */
+int io_replace_file(const char *dir, const char *name, const void *data, size_t len,
+		    mode_t mode, int sync) FERRY_WUR;
 /* Reads a whole small file (at most max bytes, else -FERR_LIMIT) into a
  * malloc'd NUL-terminated buffer the caller frees. */
 int io_read_file(const char *path, size_t max, char **out, size_t *len) FERRY_WUR;
-/* mkdir -p with mode; existing directories are fine. */
+/* Opens path with flags, creating it (with exactly mode, whatever the
+ * umask) when it does not exist; with O_EXCL in flags it must not exist.
+ * O_CLOEXEC is always added. */
+int io_open_create(const char *path, int flags, mode_t mode, int *fd) FERRY_WUR;
+/* mkdir with exactly mode, whatever the umask; -FERR_EXISTS if it exists. */
+int io_mkdir(const char *path, mode_t mode) FERRY_WUR;
+/* mkdir -p with mode; existing directories are fine (and keep their
+ * mode), the ones it creates get exactly mode whatever the umask. */
 int io_mkdirs(const char *path, mode_t mode) FERRY_WUR;
 
 /* ---- worker pool with ordered output ------------------------------------

@@ -2,47 +2,90 @@
  * pool metadata, transactions. SQLite gives the crash safety; data files are
  * made durable before the transaction that names them commits. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
+/* What failed in ferry's words first, SQLite's text (if any) only after;
+ * a busy pool names who holds it, a full disk says so and how much is
+ * free. what is a gerund phrase ("recording a pack"). */
 int cat_err(struct store_pool *p, const char *what)
 {
 	int code = sqlite3_extended_errcode(p->db) & 0xff;
-	int fe = FERR_CATALOG;
-	if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
-		fe = FERR_BUSY;
-	else if (code == SQLITE_FULL)
-		fe = FERR_NOSPC;
-	else if (code == SQLITE_IOERR)
-		fe = FERR_IO;
-	else if (code == SQLITE_NOMEM)
-		fe = FERR_NOMEM;
-	else if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
-		fe = FERR_CORRUPT;
-	else if (code == SQLITE_READONLY || code == SQLITE_PERM || code == SQLITE_CANTOPEN)
-		fe = FERR_PERM;
-	return ferry_err(fe, "%s: catalogue: %s", what, sqlite3_errmsg(p->db));
+	const char *msg = sqlite3_errmsg(p->db);
+	switch (code) {
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return act_busy(p, ACT_CATALOG);
+	case SQLITE_FULL:
+		return pool_nospace(p);
+	case SQLITE_NOMEM:
+		return ferry_err(FERR_NOMEM, "pool '%s': %s: out of memory", p->name, what);
+	case SQLITE_IOERR:
+		return ferry_err(FERR_IO, "pool '%s': %s: I/O error in the catalogue (%s)", p->name,
+				 what, msg);
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		return ferry_err(FERR_CORRUPT, "pool '%s': %s: the catalogue is damaged (%s)",
+				 p->name, what, msg);
+	case SQLITE_READONLY:
+	case SQLITE_PERM:
+	case SQLITE_CANTOPEN:
+		return ferry_err(FERR_PERM, "pool '%s': %s: cannot write the catalogue (%s)",
+				 p->name, what, msg);
+	default:
+		return ferry_err(FERR_CATALOG, "pool '%s': %s: catalogue error (%s)", p->name, what,
+				 msg);
+	}
 }
 
-int cat_exec(struct store_pool *p, const char *sql)
+/* cat_exec's callers run fixed statements; their first word says enough. */
+static const char *exec_what(const char *sql)
+{
+	static const struct {
+		const char *kw, *what;
+	} words[] = {
+		{"BEGIN", "starting a transaction"},
+		{"COMMIT", "committing a transaction"},
+		{"ROLLBACK", "rolling back a transaction"},
+		{"PRAGMA", "setting up the catalogue"},
+		{"CREATE", "creating catalogue tables"},
+		{"VACUUM", "compacting the catalogue"},
+		{"SELECT", "reading the catalogue"},
+	};
+	while (*sql == ' ')
+		sql++;
+	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+		if (!strncmp(sql, words[i].kw, strlen(words[i].kw)))
+			return words[i].what;
+	return "updating the catalogue";
+}
+
+int cat_exec_what(struct store_pool *p, const char *sql, const char *what)
 {
 	char *msg = NULL;
 	if (sqlite3_exec(p->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		int r = cat_err(p, "catalogue");
+		int r = cat_err(p, what);
 		sqlite3_free(msg);
 		return r;
 	}
 	return 0;
 }
 
+int cat_exec(struct store_pool *p, const char *sql)
+{
+	return cat_exec_what(p, sql, exec_what(sql));
+}
+
 int cat_prepare(struct store_pool *p, const char *sql, sqlite3_stmt **st)
 {
 	if (sqlite3_prepare_v2(p->db, sql, -1, st, NULL) != SQLITE_OK)
-		return cat_err(p, "catalogue query");
+		return cat_err(p, "preparing a catalogue query");
 	return 0;
 }
 
@@ -155,21 +198,48 @@ int cat_schema_snap(struct store_pool *p)
 	return cat_exec(p, schema_snap);
 }
 
+/* How long a command waits for another one's write lock on the catalogue
+ * before it says who holds it: FERRY_LOCK_WAIT seconds, 30 by default. */
+static int cat_lock_wait_ms(void)
+{
+	const char *e = getenv("FERRY_LOCK_WAIT");
+	char *end;
+	if (!e || !*e)
+		return 30000;
+	unsigned long v = strtoul(e, &end, 10);
+	if (*end || v > 86400)
+		return 30000;
+	return (int)(v * 1000);
+}
+
 int cat_open(struct store_pool *p, int create)
 {
 	char file[PATH_MAX + 32];
 	int r;
 	snprintf(file, sizeof file, "%s/%s", p->path, STORE_CATALOG);
 	int fl = (p->flags & STORE_OPEN_RDONLY) ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
-	if (create)
+	if (create) {
+		/* SQLite would create the file with 0644 less the umask, and
+		 * gives its -wal and -shm the database file's mode: made here
+		 * private (an empty file is a new database to SQLite), all
+		 * three are. */
+		int fd = -1;
+		if ((r = io_open_create(file, O_RDWR | O_EXCL, STORE_FILE_MODE, &fd)) < 0)
+			return r;
+		close(fd);
 		fl |= SQLITE_OPEN_CREATE;
-	if (sqlite3_open_v2(file, &p->db, fl | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+	}
+	if ((r = catvfs_init()) < 0)
+		return r;
+	if (!p->site && !(p->site = catvfs_site_get(p->path)))
+		return ferry_err(FERR_NOMEM, "opening the catalogue of pool '%s'", p->name);
+	if (sqlite3_open_v2(file, &p->db, fl | SQLITE_OPEN_NOMUTEX, CATVFS_NAME) != SQLITE_OK) {
 		r = p->db ? ferry_err(FERR_CATALOG, "cannot open catalogue '%s': %s", file,
 				      sqlite3_errmsg(p->db))
 			  : ferry_err(FERR_NOMEM, "cannot open catalogue '%s'", file);
 		return r;
 	}
-	sqlite3_busy_timeout(p->db, 30000);
+	sqlite3_busy_timeout(p->db, cat_lock_wait_ms());
 	sqlite3_extended_result_codes(p->db, 1);
 	if (!(p->flags & STORE_OPEN_RDONLY) &&
 	    (r = cat_exec(p, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;")) < 0)
@@ -242,9 +312,12 @@ int store_tx_begin(struct store_pool *p)
 	if (p->tx_depth++ > 0)
 		return 0;
 	p->tx_failed = 0;
+	act_begin(p);
 	int r = cat_exec(p, "BEGIN IMMEDIATE");
-	if (r < 0)
+	if (r < 0) {
 		p->tx_depth = 0;
+		act_end(p);
+	}
 	return r;
 }
 
@@ -275,6 +348,8 @@ int store_tx_commit(struct store_pool *p)
 		return 0;
 	if (p->tx_failed) {
 		if (cat_exec(p, "ROLLBACK") < 0) { /* the error below says it all */ }
+		pack_tx_end(p, 0);
+		act_end(p);
 		return ferry_err(FERR_CATALOG, "transaction aborted by an earlier error");
 	}
 	int r = cat_exec(p, "COMMIT");
@@ -282,8 +357,12 @@ int store_tx_commit(struct store_pool *p)
 		char msg[512];
 		snprintf(msg, sizeof msg, "%s", ferry_errmsg(r));
 		if (cat_exec(p, "ROLLBACK") < 0) { /* already rolled back by SQLite */ }
+		pack_tx_end(p, 0);
+		act_end(p);
 		return ferry_err(-r, "%s", msg);
 	}
+	pack_tx_end(p, 1);
+	act_end(p);
 	return 0;
 }
 
@@ -296,4 +375,6 @@ void store_tx_rollback(struct store_pool *p)
 		return;
 	}
 	if (cat_exec(p, "ROLLBACK") < 0) { /* nothing more to undo */ }
+	pack_tx_end(p, 0);
+	act_end(p);
 }

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -305,14 +306,14 @@ out:
 	return 0;
 }
 
-static int unlink_pack(struct gc *g, const char *name)
+/* Unlinks an uncommitted output pack on an error path, keeping the error
+ * detail of the failure being reported. */
+static void gc_unlink_quiet(struct store_pool *p, const char *name)
 {
-	char path[PATH_MAX], dir[PATH_MAX];
-	pack_path(g->p, name, path, sizeof path);
-	if (unlink(path) != 0 && errno != ENOENT)
-		return ferry_err_errno(errno, "cannot remove pack '%s'", path);
-	snprintf(dir, sizeof dir, "%s/%s", g->p->path, PACK_DIR);
-	return io_fsync_dir(dir);
+	struct ferry_errsave e;
+	ferry_err_save(&e);
+	if (pack_unlink(p, name, 1) < 0) { /* an orphan for the next sweep */ }
+	ferry_err_restore(&e);
 }
 
 struct packrow {
@@ -329,7 +330,7 @@ static int sweep_packs(struct gc *g)
 	size_t n = 0, cap = 0;
 	int r, s, out_fd = -1;
 	char out_name[32];
-	uint64_t out_size = 0;
+	uint64_t out_size = 0, out_committed = 0; /* 0: the output pack is not in the catalogue */
 	if ((r = cat_prepare(p, "SELECT k.id, k.name, coalesce((SELECT sum(b.psize + ?) FROM blocks b"
 			       " WHERE b.pack_id = k.id), 0) FROM packs k ORDER BY k.id", &st)) < 0)
 		return r;
@@ -348,23 +349,30 @@ static int sweep_packs(struct gc *g)
 	}
 	sqlite3_finalize(st);
 	st = NULL;
+	/* Dead packs first: deleting them frees space without writing any,
+	 * so on a full disk the rewrites below may then find room. */
+	for (int pass = 0; pass < 2; pass++)
 	for (size_t i = 0; i < n; i++) {
 		char path[PATH_MAX];
 		struct stat sb;
 		pack_path(p, v[i].name, path, sizeof path);
 		uint64_t size = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
 		if (v[i].live == 0) {
+			if (pass)
+				continue;
 			if ((r = store_tx_begin(p)) < 0)
 				goto out;
 			if ((r = cat_exec_i64(p, "DELETE FROM packs WHERE id = ?", v[i].id)) < 0) {
 				store_tx_rollback(p);
 				goto out;
 			}
-			if ((r = store_tx_commit(p)) < 0 || (r = unlink_pack(g, v[i].name)) < 0)
+			if ((r = store_tx_commit(p)) < 0 || (r = pack_unlink(p, v[i].name, 1)) < 0)
 				goto out;
 			g->st->packs_deleted++;
 			continue;
 		}
+		if (!pass)
+			continue;
 		/* Rewrite when at least half the pack (and 1 MiB) is garbage. */
 		if (size < PACK_HDR_LEN + v[i].live || size - PACK_HDR_LEN - v[i].live < ((uint64_t)1 << 20) ||
 		    v[i].live * 2 > size)
@@ -372,24 +380,23 @@ static int sweep_packs(struct gc *g)
 		if (out_fd < 0 || out_size >= PACK_TARGET_SIZE) {
 			if (out_fd >= 0)
 				close(out_fd);
+			out_fd = -1;
 			if ((r = pack_create(p, &out_fd, out_name)) < 0)
-				goto out;
+				goto nospace;
 			out_size = PACK_HDR_LEN;
+			out_committed = 0;
 		}
 		struct live *lv = NULL;
 		size_t nlv = 0;
 		if ((r = copy_live(g, v[i].id, v[i].name, out_fd, &out_size, &lv, &nlv)) < 0)
-			goto out;
-		char dir[PATH_MAX];
+			goto nospace;
+		char dir[PATH_MAX], what[64];
 		snprintf(dir, sizeof dir, "%s/%s", p->path, PACK_DIR);
-		if (fsync(out_fd) != 0) {
+		snprintf(what, sizeof what, "pack '%s'", out_name);
+		if ((r = io_fsync(out_fd, what)) < 0 || (r = io_fsync_dir(dir)) < 0 ||
+		    (r = store_tx_begin(p)) < 0) {
 			free(lv);
-			r = ferry_err_errno(errno, "cannot sync pack '%s'", out_name);
-			goto out;
-		}
-		if ((r = io_fsync_dir(dir)) < 0 || (r = store_tx_begin(p)) < 0) {
-			free(lv);
-			goto out;
+			goto nospace;
 		}
 		sqlite3_stmt *up = NULL;
 		int64_t new_id = 0;
@@ -428,7 +435,10 @@ static int sweep_packs(struct gc *g)
 		if ((r = cat_exec_i64(p, "DELETE FROM packs WHERE id = ?", v[i].id)) < 0)
 			goto fail_tx;
 		free(lv);
-		if ((r = store_tx_commit(p)) < 0 || (r = unlink_pack(g, v[i].name)) < 0)
+		if ((r = store_tx_commit(p)) < 0)
+			goto nospace;
+		out_committed = out_size;
+		if ((r = pack_unlink(p, v[i].name, 1)) < 0)
 			goto out;
 		g->st->packs_rewritten++;
 		continue;
@@ -436,54 +446,72 @@ fail_tx:
 		sqlite3_finalize(up);
 		free(lv);
 		store_tx_rollback(p);
-		goto out;
+		goto nospace;
+	}
+	goto out;
+nospace:
+	/* A rewrite only moves blocks to free the rest of a pack; when the
+	 * disk has no room for the copy, the packs stay as they are and gc
+	 * goes on (the output pack is given back below). */
+	if (r == -FERR_NOSPC) {
+		ferry_err_clear();
+		r = 0;
 	}
 out:
-	if (out_fd >= 0)
+	/* A rewrite that did not commit gives its bytes back: a new output
+	 * pack goes, one already in the catalogue is cut back to what was
+	 * committed (bytes past that are nobody's). */
+	if (out_fd >= 0) {
+		struct stat ob;
+		if (!out_committed) {
+			gc_unlink_quiet(p, out_name);
+		} else if (fstat(out_fd, &ob) == 0 && (uint64_t)ob.st_size > out_committed) {
+			struct ferry_errsave e;
+			ferry_err_save(&e);
+			if (io_ftruncate(out_fd, (off_t)out_committed, "a pack") < 0 ||
+			    io_fsync(out_fd, "a pack") < 0) {
+				/* left as it is: readers go by the index, never past it */
+			}
+			ferry_err_restore(&e);
+		}
 		close(out_fd);
+	}
 	sqlite3_finalize(st);
 	free(v);
 	return r;
 }
 
-/* Removes pack files the catalogue does not name (left by crashed writers
- * or by a crash between a commit and an unlink). */
-static int sweep_orphans(struct gc *g)
+/* Gives the freed catalogue pages back to the filesystem. VACUUM writes
+ * a copy of the whole catalogue through the WAL: with less room than
+ * that (outside the reserve, which is for gc's and destroy's own rows) it
+ * is left for a later gc, and a VACUUM the disk cannot hold is not a gc
+ * failure either; the checkpoint then gives the WAL's space back. */
+static int compact(struct store_pool *p)
 {
-	char dir[PATH_MAX];
-	sqlite3_stmt *st = NULL;
-	int r;
-	snprintf(dir, sizeof dir, "%s/%s", g->p->path, PACK_DIR);
-	DIR *d = opendir(dir);
-	if (!d)
-		return errno == ENOENT ? 0 : ferry_err_errno(errno, "cannot read '%s'", dir);
-	if ((r = cat_prepare(g->p, "SELECT 1 FROM packs WHERE name = ?", &st)) < 0) {
-		closedir(d);
-		return r;
-	}
-	struct dirent *de;
-	int removed = 0;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		sqlite3_reset(st);
-		sqlite3_bind_text(st, 1, de->d_name, -1, SQLITE_TRANSIENT);
-		int s = sqlite3_step(st);
-		if (s == SQLITE_ROW)
-			continue;
-		if (s != SQLITE_DONE) {
-			r = cat_err(g->p, "listing packs");
-			break;
+	char file[PATH_MAX + 32];
+	struct stat st;
+	struct statvfs v;
+	int r = 0;
+	snprintf(file, sizeof file, "%s/%s", p->path, STORE_CATALOG);
+	if (stat(file, &st) == 0 && statvfs(p->path, &v) == 0 &&
+	    (uint64_t)v.f_bavail * v.f_frsize > 2 * (uint64_t)st.st_size + ((uint64_t)1 << 20)) {
+		catvfs_writers(p->site, 1); /* not with the reserve */
+		r = cat_exec_what(p, "VACUUM", "compacting the catalogue");
+		catvfs_writers(p->site, -1);
+		if (r == -FERR_NOSPC || r == -FERR_NOMEM) { /* a later gc may */
+			ferry_err_clear();
+			r = 0;
 		}
-		if (unlinkat(dirfd(d), de->d_name, 0) == 0) {
-			g->st->orphans_deleted++;
-			removed = 1;
-		}
+		if (r < 0)
+			return r;
 	}
-	sqlite3_finalize(st);
-	closedir(d);
-	if (r == 0 && removed)
-		r = io_fsync_dir(dir);
+	r = cat_exec_what(p, "PRAGMA wal_checkpoint(TRUNCATE)", "compacting the catalogue");
+	/* a reader keeps the WAL (busy), or the moment is bad: a later
+	 * checkpoint does it */
+	if (r == -FERR_NOSPC || r == -FERR_NOMEM || r == -FERR_BUSY) {
+		ferry_err_clear();
+		r = 0;
+	}
 	return r;
 }
 
@@ -496,22 +524,29 @@ int store_gc(struct store_pool *p, struct store_gc_stats *st)
 	g.p = p;
 	g.st = st;
 	fbuf_init(&g.buf, NODE_MAX);
-	if ((r = pack_lock(p, 1, &lock)) < 0)
+	act_begin(p);
+	if ((r = pack_lock(p, 1, &lock)) < 0) {
+		act_end(p);
 		return r;
-	if ((r = mark_nodes(&g)) < 0 || (r = free_rows(&g)) < 0 || (r = sweep_packs(&g)) < 0 ||
-	    (r = sweep_orphans(&g)) < 0)
+	}
+	/* orphans first: removing them writes nothing, so on a full disk
+	 * they make room for what follows */
+	if ((r = pack_sweep_orphans(p, &st->orphans_deleted)) < 0 || (r = mark_nodes(&g)) < 0 ||
+	    (r = free_rows(&g)) < 0 || (r = sweep_packs(&g)) < 0)
 		goto out;
 	sqlite3_finalize(g.st_node);
 	sqlite3_finalize(g.st_mark);
 	g.st_node = g.st_mark = NULL;
-	/* Give the freed catalogue pages back to the filesystem. */
-	if ((r = cat_exec(p, "DELETE FROM temp.gc_live; VACUUM; PRAGMA wal_checkpoint(TRUNCATE);")) < 0)
+	if ((r = cat_exec(p, "DELETE FROM temp.gc_live")) < 0 || (r = compact(p)) < 0)
 		goto out;
+	/* what gc freed makes room for the reserve again */
+	r = reserve_ensure(p, RESERVE_BEST);
 out:
 	sqlite3_finalize(g.st_node);
 	sqlite3_finalize(g.st_mark);
 	free(g.stack);
 	fbuf_release(&g.buf);
 	close(lock);
+	act_end(p);
 	return r;
 }

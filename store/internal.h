@@ -9,6 +9,15 @@
 
 #define STORE_MARKER "ferry.pool"
 #define STORE_CATALOG "catalog.db"
+/* Pools are private, as restic and borg repositories are: a pack holds
+ * the content of files that may have been readable only by their owner.
+ * Every directory and file the store makes gets exactly these modes,
+ * whatever the umask. */
+#define STORE_RESERVE "reserve"
+#define STORE_DIR_MODE 0700
+#define STORE_FILE_MODE 0600
+
+struct cat_site;
 
 struct store_pool {
 	char *name;
@@ -18,12 +27,49 @@ struct store_pool {
 	int tx_depth; /* nested store_tx_begin calls share one transaction */
 	int tx_failed;
 	int read_tx;  /* store_read_begin's transaction is open */
+	/* Packs a writer recorded inside a transaction that is still open
+	 * (a nested commit, e.g. recv -F of a package): if the outermost
+	 * transaction does not commit they are nobody's, and are unlinked
+	 * (pack_tx_end). tx_lock_fd keeps the gc lock shared until then, so
+	 * no other writer's orphan sweep can take them first. */
+	char (*tx_packs)[32];
+	size_t ntx_packs, cap_tx_packs;
+	int tx_lock_fd;
+	char activity[256]; /* store_pool_activity's description, or "" */
+	char act_name[48];  /* this handle's record under run/ (activity.c), or "" */
+	unsigned act_refs;  /* what keeps the record: writers, readers, gc, a transaction */
+	struct cat_site *site; /* the catalogue VFS's state of this pool (catvfs.c) */
 };
 
-/* Turns the last SQLite error on p into -FERR_CATALOG (or BUSY/NOSPC/IO)
- * with "what: sqlite message". */
+/* The catalogue's SQLite VFS (catvfs.c): registers it (idempotent). */
+#define CATVFS_NAME "ferry"
+int catvfs_init(void) FERRY_WUR;
+/* The VFS's state of the pool in directory dir, shared by this process's
+ * handles on it (reference counted); NULL when out of memory. */
+struct cat_site *catvfs_site_get(const char *dir);
+void catvfs_site_put(struct cat_site *s);
+/* Pack writers open on the pool in this process: while there is one, the
+ * catalogue's writes do not draw on the reserve. */
+void catvfs_writers(struct cat_site *s, int delta);
+
+/* The reserve (space.c; see there). reserve_ensure grows POOL/reserve to
+ * its size; when it cannot, RESERVE_STRICT gives -FERR_NOSPC saying why,
+ * the others 0. RESERVE_REGROW only grows a reserve that exists (a
+ * read-only command's close creates no file).
+ * reserve_take frees up to want bytes of it for the pool in dir and
+ * returns how many. */
+enum { RESERVE_BEST, RESERVE_STRICT, RESERVE_REGROW };
+int reserve_ensure(struct store_pool *p, int mode) FERRY_WUR;
+uint64_t reserve_take(const char *dir, uint64_t want);
+
+/* Turns the last SQLite error on p into -FERR_CATALOG (or BUSY, NOSPC,
+ * IO, NOMEM, CORRUPT, PERM) with a detail in ferry's words first: "pool
+ * 'P': what: ... (SQLite's message)", the busy pool's holder (act_busy) or
+ * the full disk's one line (pool_nospace). what is a gerund phrase. */
 int cat_err(struct store_pool *p, const char *what);
 int cat_exec(struct store_pool *p, const char *sql) FERRY_WUR;
+/* The same, with what failed said in ferry's words. */
+int cat_exec_what(struct store_pool *p, const char *sql, const char *what) FERRY_WUR;
 int cat_prepare(struct store_pool *p, const char *sql, sqlite3_stmt **st) FERRY_WUR;
 /* Creates the schema in a new catalogue. */
 int cat_schema_create(struct store_pool *p) FERRY_WUR;
@@ -38,6 +84,19 @@ int cat_open(struct store_pool *p, int create) FERRY_WUR;
 const char *ds_relname(const struct store_pool *p, const char *full);
 int ds_load_by_id(struct store_pool *p, int64_t id, struct store_ds *out) FERRY_WUR;
 void ds_fullname(const struct store_pool *p, const char *rel, char *out, size_t n);
+
+/* Activity records (activity.c): act_begin makes the handle's record when
+ * it starts something another command may wait for (a writer, a reader,
+ * gc, a write transaction) and act_end removes it when the last of those
+ * ends; act_drop removes it whatever (the handle closes). All are best
+ * effort and keep the thread's error detail. act_busy
+ * returns -FERR_BUSY with a detail naming who holds the catalogue's write
+ * lock (ACT_CATALOG) or the gc lock (ACT_GCLOCK), and what it is doing. */
+enum { ACT_CATALOG, ACT_GCLOCK };
+void act_begin(struct store_pool *p);
+void act_end(struct store_pool *p);
+void act_drop(struct store_pool *p);
+int act_busy(struct store_pool *p, int what);
 
 /* The registry (registry.c). */
 int registry_get(const char *name, char *path, size_t n) FERRY_WUR;
@@ -90,6 +149,18 @@ void pack_path(const struct store_pool *p, const char *name, char *out, size_t n
 /* Creates a new empty pack (header written) with a fresh random name;
  * returns its fd (O_RDWR|O_APPEND) and name (17 bytes with NUL). */
 int pack_create(struct store_pool *p, int *fd, char name[32]) FERRY_WUR;
+/* Unlinks pack name (a missing file is fine) and, with sync, fsyncs packs/
+ * so the removal is durable. */
+int pack_unlink(struct store_pool *p, const char *name, int sync) FERRY_WUR;
+/* Removes the pack files the catalogue does not name: left by a writer
+ * that was killed, or by a crash between a commit and an unlink. Only
+ * under the gc lock held exclusively (no writer is alive to be writing
+ * one); *removed counts the files. */
+int pack_sweep_orphans(struct store_pool *p, uint64_t *removed) FERRY_WUR;
+/* Called by the catalogue when the outermost transaction ends: committed,
+ * the packs of p->tx_packs are the catalogue's; otherwise they are
+ * unlinked. Either way the list is emptied and tx_lock_fd closed. */
+void pack_tx_end(struct store_pool *p, int committed);
 
 /* For a receive interrupted with recv -s (xfer.c): writer_persist fsyncs
  * the writer's packs and, inside the caller's transaction (or its own),
@@ -103,6 +174,9 @@ void writer_forget(struct store_writer *w);
 /* Space figures of one snapshot id, from its block references. */
 /* Runs one statement with a single integer parameter. */
 int cat_exec_i64(struct store_pool *p, const char *sql, int64_t v) FERRY_WUR;
+/* -FERR_NOSPC with the one line a full disk gives, whatever failed:
+ * "pool 'bk': no space left on device (84K free)" (space.c). */
+int pool_nospace(struct store_pool *p);
 /* Fills the snapshot count and per-codec block figures of a pool (space.c). */
 int space_pool_stats(struct store_pool *p, struct store_pool_stats *s) FERRY_WUR;
 int snap_figures(struct store_pool *p, int64_t snap_id, uint64_t *pbytes, uint64_t *lbytes) FERRY_WUR;

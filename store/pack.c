@@ -13,6 +13,7 @@
  * What a writer has stored but not committed lives in TEMP tables of the
  * pool's connection (w_new, w_nodes, w_refs), so memory stays bounded
  * however large the snapshot; TEMP tables take no lock on the catalogue. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -73,9 +74,9 @@ int pack_lock(struct store_pool *p, int exclusive, int *fd)
 {
 	char path[PATH_MAX];
 	snprintf(path, sizeof path, "%s/%s", p->path, PACK_GC_LOCK);
-	int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (f < 0)
-		return ferry_err_errno(errno, "cannot open '%s'", path);
+	int f = -1, r;
+	if ((r = io_open_create(path, O_RDWR, 0600, &f)) < 0)
+		return r;
 	int how = exclusive ? LOCK_EX | LOCK_NB : LOCK_SH;
 	while (flock(f, how) != 0) {
 		if (errno == EINTR)
@@ -83,8 +84,7 @@ int pack_lock(struct store_pool *p, int exclusive, int *fd)
 		int e = errno;
 		close(f);
 		if (e == EWOULDBLOCK)
-			return ferry_err(FERR_BUSY, "pool '%s' is in use (a snapshot, receive, "
-					 "restore or send is running); try again when it ends", p->name);
+			return act_busy(p, ACT_GCLOCK);
 		return ferry_err_errno(e, "cannot lock '%s'", path);
 	}
 	*fd = f;
@@ -98,19 +98,22 @@ int pack_create(struct store_pool *p, int *fd, char name[32])
 	for (int tries = 0; tries < 8; tries++) {
 		snprintf(name, 32, "%016" PRIx64 ".pack", ferry_random_guid());
 		pack_path(p, name, path, sizeof path);
-		int f = open(path, O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
-		if (f < 0) {
-			if (errno == EEXIST)
-				continue;
-			return ferry_err_errno(errno, "cannot create pack '%s'", path);
-		}
+		int f = -1;
+		int r = io_open_create(path, O_RDWR | O_EXCL | O_APPEND, 0600, &f);
+		if (r == -FERR_EXISTS)
+			continue;
+		if (r < 0)
+			return r;
 		memcpy(hdr, PACK_MAGIC, 8);
 		put_le32(hdr + 8, 1);
 		put_le32(hdr + 12, 0);
-		int r = io_write_full(f, hdr, sizeof hdr);
+		r = io_write_full(f, hdr, sizeof hdr);
 		if (r < 0) {
+			struct ferry_errsave e;
 			close(f);
-			unlink(path);
+			ferry_err_save(&e);
+			if (io_unlink(path) < 0) { /* an orphan for the next sweep */ }
+			ferry_err_restore(&e);
 			return r;
 		}
 		*fd = f;
@@ -264,6 +267,8 @@ struct store_writer {
 	int in_batch;
 	unsigned batch_ops;
 	int last;            /* store_writer_last: the next commit is the last one */
+	int counted;         /* in catvfs_writers */
+	int act;             /* in the pool's activity record (act_begin) */
 	uint64_t blocks, bytes;
 	sqlite3_stmt *st_has_main, *st_has_new, *st_ins_new, *st_ins_ref, *st_any_main,
 		*st_any_new, *st_node_main, *st_ins_node, *st_ref_main;
@@ -354,16 +359,181 @@ static void flusher_stop(struct store_writer *w)
 	f->started = 0;
 }
 
-static void close_packs(struct store_writer *w)
+/* For the paths that give back space on an error: unlinks and syncs
+ * without touching the thread's error detail, which still describes the
+ * failure being reported. What cannot be removed now is an orphan for the
+ * next sweep. */
+static int unlink_quiet(struct store_pool *p, const char *name)
 {
-	(void)flusher_wait(w); /* the packs are being abandoned: errors do not matter */
-	for (size_t i = 0; i < w->npacks; i++)
+	struct ferry_errsave e;
+	char path[PATH_MAX];
+	pack_path(p, name, path, sizeof path);
+	ferry_err_save(&e);
+	int r = io_unlink(path);
+	ferry_err_restore(&e);
+	return r == 0;
+}
+
+static void sync_packdir_quiet(struct store_pool *p)
+{
+	struct ferry_errsave e;
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/%s", p->path, PACK_DIR);
+	ferry_err_save(&e);
+	if (io_fsync_dir(dir) < 0) { /* a crash may bring the files back: orphans */ }
+	ferry_err_restore(&e);
+}
+
+/* Closes the writer's packs since its last commit. With drop, the writer
+ * gives back what it wrote: those packs are nobody's (not in the
+ * catalogue: commit and writer_persist empty the list once they are) and
+ * are unlinked, so a failed capture or receive does not leave its bytes
+ * filling the disk until the next gc. */
+static void close_packs(struct store_writer *w, int drop)
+{
+	int removed = 0;
+	struct ferry_errsave e;
+	/* the packs are being abandoned: a flush error does not matter, and
+	 * must not replace the error being reported */
+	ferry_err_save(&e);
+	if (flusher_wait(w) < 0) { /* see above */ }
+	ferry_err_restore(&e);
+	for (size_t i = 0; i < w->npacks; i++) {
 		if (w->packs[i].fd >= 0)
 			close(w->packs[i].fd);
+		if (drop)
+			removed |= unlink_quiet(w->p, w->packs[i].name);
+	}
+	if (removed)
+		sync_packdir_quiet(w->p);
 	w->npacks = 0;
 	w->cur = -1;
 	w->cur_size = 0;
 	w->buflen = 0;
+}
+
+/* After a commit of the writer's packs: when that commit was nested in a
+ * transaction still open, the packs are the catalogue's only if that one
+ * commits, so the pool takes them over (and a share of the gc lock, so no
+ * orphan sweep can remove them meanwhile); see pack_tx_end. */
+static void writer_handoff(struct store_writer *w)
+{
+	struct store_pool *p = w->p;
+	if (p->tx_depth > 0 && w->npacks) {
+		if (p->tx_lock_fd < 0 && w->lock_fd >= 0)
+			p->tx_lock_fd = fcntl(w->lock_fd, F_DUPFD_CLOEXEC, 0);
+		for (size_t i = 0; i < w->npacks; i++) {
+			if (p->ntx_packs == p->cap_tx_packs) {
+				size_t nc = p->cap_tx_packs ? 2 * p->cap_tx_packs : 8;
+				void *nv = realloc(p->tx_packs, nc * sizeof *p->tx_packs);
+				if (!nv)
+					break; /* untracked: an orphan for the next sweep */
+				p->tx_packs = nv;
+				p->cap_tx_packs = nc;
+			}
+			memcpy(p->tx_packs[p->ntx_packs++], w->packs[i].name, 32);
+		}
+	}
+	close_packs(w, 0);
+}
+
+void pack_tx_end(struct store_pool *p, int committed)
+{
+	int removed = 0;
+	for (size_t i = 0; i < p->ntx_packs; i++)
+		if (!committed)
+			removed |= unlink_quiet(p, p->tx_packs[i]);
+	if (removed)
+		sync_packdir_quiet(p);
+	p->ntx_packs = 0;
+	if (p->tx_lock_fd >= 0)
+		close(p->tx_lock_fd);
+	p->tx_lock_fd = -1;
+}
+
+int pack_unlink(struct store_pool *p, const char *name, int sync)
+{
+	char path[PATH_MAX], dir[PATH_MAX];
+	pack_path(p, name, path, sizeof path);
+	int r = io_unlink(path);
+	if (r == -FERR_NOENT)
+		ferry_err_clear();
+	else if (r < 0)
+		return r;
+	if (!sync)
+		return 0;
+	snprintf(dir, sizeof dir, "%s/%s", p->path, PACK_DIR);
+	return io_fsync_dir(dir);
+}
+
+int pack_sweep_orphans(struct store_pool *p, uint64_t *removed)
+{
+	char dir[PATH_MAX];
+	sqlite3_stmt *st = NULL;
+	uint64_t n = 0;
+	int r;
+	snprintf(dir, sizeof dir, "%s/%s", p->path, PACK_DIR);
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : ferry_err_errno(errno, "cannot read '%s'", dir);
+	if ((r = cat_prepare(p, "SELECT 1 FROM packs WHERE name = ?", &st)) < 0) {
+		closedir(d);
+		return r;
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		sqlite3_reset(st);
+		sqlite3_bind_text(st, 1, de->d_name, -1, SQLITE_TRANSIENT);
+		int s = sqlite3_step(st);
+		if (s == SQLITE_ROW)
+			continue;
+		if (s != SQLITE_DONE) {
+			r = cat_err(p, "listing packs");
+			break;
+		}
+		if (io_unlinkat(dirfd(d), de->d_name, dir) == 0)
+			n++;
+		else
+			ferry_err_clear(); /* left for the next sweep */
+	}
+	sqlite3_finalize(st);
+	closedir(d);
+	if (r == 0 && n)
+		r = io_fsync_dir(dir);
+	if (removed)
+		*removed = n;
+	return r;
+}
+
+/* The gc lock for a new writer, shared. When it can be had exclusively
+ * instead, no writer or reader is alive anywhere (each holds it shared
+ * from before it creates a pack until after its commit or end), so a pack
+ * the catalogue does not name is a killed writer's: those are swept
+ * first, and the lock is then turned into a shared one. */
+static int writer_lock(struct store_pool *p, int *fd)
+{
+	char path[PATH_MAX];
+	int r, f;
+	if (pack_lock(p, 1, &f) < 0) {
+		ferry_err_clear();
+		return pack_lock(p, 0, fd);
+	}
+	if ((r = pack_sweep_orphans(p, NULL)) < 0) {
+		close(f);
+		return r;
+	}
+	while (flock(f, LOCK_SH) != 0) {
+		if (errno == EINTR)
+			continue;
+		snprintf(path, sizeof path, "%s/%s", p->path, PACK_GC_LOCK);
+		r = ferry_err_errno(errno, "cannot lock '%s'", path);
+		close(f);
+		return r;
+	}
+	*fd = f;
+	return 0;
 }
 
 int store_writer_new(struct store_pool *p, struct store_writer **out)
@@ -379,11 +549,19 @@ int store_writer_new(struct store_pool *p, struct store_writer **out)
 	w->p = p;
 	w->cur = -1;
 	w->lock_fd = -1;
+	act_begin(p);
+	w->act = 1;
 	if (p->flags & STORE_OPEN_RDONLY) {
 		r = ferry_err(FERR_PERM, "pool '%s' is open read-only", p->name);
 		goto fail;
 	}
-	if ((r = pack_lock(p, 0, &w->lock_fd)) < 0)
+	if ((r = writer_lock(p, &w->lock_fd)) < 0)
+		goto fail;
+	/* captures and receives never eat into the reserve: they start only
+	 * with it whole, and their catalogue writes do not draw on it */
+	catvfs_writers(p->site, 1);
+	w->counted = 1;
+	if ((r = reserve_ensure(p, RESERVE_STRICT)) < 0)
 		goto fail;
 	if ((r = cat_exec(p, temp_schema)) < 0)
 		goto fail;
@@ -447,11 +625,15 @@ void store_writer_free(struct store_writer *w)
 	/* The TEMP rows left behind are harmless: the next writer on this
 	 * connection clears them first (temp_schema), and closing the pool
 	 * drops them; clearing them here would cost a walk of every page. */
-	close_packs(w);
+	close_packs(w, 1);
 	flusher_stop(w);
 	free(w->packs);
 	if (w->lock_fd >= 0)
 		close(w->lock_fd);
+	if (w->counted)
+		catvfs_writers(w->p->site, -1);
+	if (w->act)
+		act_end(w->p);
 	free(w->buf);
 	free(w->buf2);
 	free(w);
@@ -551,7 +733,20 @@ static int add_ref(struct store_writer *w, const uint8_t *hash, struct codec_spe
 	return r;
 }
 
+/* A full disk says so in one line, whichever write found it. */
+static int writer_err(struct store_writer *w, int r)
+{
+	return r == -FERR_NOSPC ? pool_nospace(w->p) : r;
+}
+
+static int writer_put(struct store_writer *w, const struct store_block *b, int *stored);
+
 int store_writer_put(struct store_writer *w, const struct store_block *b, int *stored)
+{
+	return writer_err(w, writer_put(w, b, stored));
+}
+
+static int writer_put(struct store_writer *w, const struct store_block *b, int *stored)
 {
 	uint8_t hdr[PACK_BLK_HDR_LEN];
 	int r;
@@ -754,9 +949,12 @@ static int sync_packs(struct store_writer *w)
 	int r;
 	if ((w->cur >= 0 && (r = flush_buf(w)) < 0) || (r = flusher_wait(w)) < 0)
 		return r;
-	for (size_t i = 0; i < w->npacks; i++)
-		if (fsync(w->packs[i].fd) != 0)
-			return ferry_err_errno(errno, "cannot sync pack '%s'", w->packs[i].name);
+	for (size_t i = 0; i < w->npacks; i++) {
+		char what[64];
+		snprintf(what, sizeof what, "pack '%s'", w->packs[i].name);
+		if ((r = io_fsync(w->packs[i].fd, what)) < 0)
+			return r;
+	}
 	if (w->npacks) {
 		snprintf(dir, sizeof dir, "%s/%s", w->p->path, PACK_DIR);
 		if ((r = io_fsync_dir(dir)) < 0)
@@ -805,7 +1003,7 @@ int writer_persist(struct store_writer *w)
 	struct store_pool *p = w->p;
 	int r;
 	if ((r = sync_packs(w)) < 0)
-		return r;
+		return writer_err(w, r);
 	batch_end(w, 1);
 	if ((r = store_tx_begin(p)) < 0)
 		return r;
@@ -821,7 +1019,7 @@ void writer_forget(struct store_writer *w)
 	batch_end(w, 0);
 	if (cat_exec(w->p, "DELETE FROM temp.w_new; DELETE FROM temp.w_nodes;"
 			   " DELETE FROM temp.w_refs;") < 0) { /* rows are harmless duplicates */ }
-	close_packs(w);
+	writer_handoff(w);
 }
 
 int store_writer_commit_snapshot(struct store_writer *w, const struct store_ds *ds,
@@ -842,7 +1040,7 @@ int store_writer_commit_snapshot(struct store_writer *w, const struct store_ds *
 	if ((r = store_name_check(full, STORE_NAME_SNAPSHOT)) < 0)
 		return r;
 	if ((r = sync_packs(w)) < 0)
-		return r;
+		return writer_err(w, r);
 	batch_end(w, 1);
 	if ((r = store_tx_begin(p)) < 0)
 		return r;
@@ -953,7 +1151,7 @@ int store_writer_commit_snapshot(struct store_writer *w, const struct store_ds *
 	 * so no committed pack ever grows again. */
 	if (!w->last && cat_exec(p, "DELETE FROM temp.w_new; DELETE FROM temp.w_nodes;"
 				   " DELETE FROM temp.w_refs;") < 0) { /* harmless duplicates */ }
-	close_packs(w);
+	writer_handoff(w);
 	if (snap_id)
 		*snap_id = id;
 	return 0;
@@ -994,6 +1192,7 @@ int store_reader_new(struct store_pool *p, struct store_reader **out)
 	rd->p = p;
 	for (int i = 0; i < RD_FDS; i++)
 		rd->fds[i].fd = -1;
+	act_begin(p);
 	if (pack_lock(p, 0, &rd->lock_fd) < 0) {
 		/* a read-only pool directory: nobody can collect garbage there */
 		ferry_err_clear();
@@ -1026,6 +1225,7 @@ void store_reader_free(struct store_reader *rd)
 	sqlite3_finalize(rd->st_has_block);
 	if (rd->lock_fd >= 0)
 		close(rd->lock_fd);
+	act_end(rd->p);
 	free(rd->buf);
 	free(rd);
 }

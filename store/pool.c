@@ -66,7 +66,7 @@ static int write_marker(const char *dir)
 {
 	char buf[64];
 	int w = snprintf(buf, sizeof buf, "ferry pool format %d\n", STORE_FORMAT_VERSION);
-	return io_write_file_atomic(dir, STORE_MARKER, buf, (size_t)w, 0644);
+	return io_write_file_atomic(dir, STORE_MARKER, buf, (size_t)w, STORE_FILE_MODE);
 }
 
 static int check_marker(const char *dir)
@@ -101,6 +101,22 @@ static void pool_free(struct store_pool *p)
 		return;
 	if (p->db)
 		sqlite3_close_v2(p->db);
+	pack_tx_end(p, 0); /* nothing open can commit any more */
+	act_drop(p);
+	if (p->site) {
+		/* the reserve may have been drawn on (by this command, or by a
+		 * read-only one before it, which cannot give it back): take it
+		 * back if the space is there now, keeping the error being
+		 * reported. After the close: SQLite's -wal and -shm are gone. */
+		struct ferry_errsave e;
+		ferry_err_save(&e);
+		if (reserve_ensure(p, (p->flags & STORE_OPEN_RDONLY) ? RESERVE_REGROW : RESERVE_BEST) < 0) {
+			/* not strict: never fails */
+		}
+		ferry_err_restore(&e);
+	}
+	catvfs_site_put(p->site);
+	free(p->tx_packs);
 	free(p->name);
 	free(p->path);
 	free(p);
@@ -109,6 +125,8 @@ static void pool_free(struct store_pool *p)
 static int pool_alloc(const char *name, const char *path, int flags, struct store_pool **out)
 {
 	struct store_pool *p = calloc(1, sizeof *p);
+	if (p)
+		p->tx_lock_fd = -1;
 	if (!p || !(p->name = strdup(name)) || !(p->path = strdup(path))) {
 		pool_free(p);
 		return ferry_err(FERR_NOMEM, "opening pool '%s'", name);
@@ -193,15 +211,13 @@ int store_pool_create(const char *name, const char *path,
 				 abs);
 	/* Build in a sibling temp dir, then rename into place. */
 	snprintf(tmp, sizeof tmp, "%s.ferry-new.%d", abs, (int)getpid());
-	if (mkdir(tmp, 0755) != 0)
-		return ferry_err_errno(errno, "cannot create '%s'", tmp);
+	if ((r = io_mkdir(tmp, STORE_DIR_MODE)) < 0)
+		return r;
 	created_dir = 1;
 	char packs[PATH_MAX + 80];
-	snprintf(packs, sizeof packs, "%s/packs", tmp);
-	if (mkdir(packs, 0755) != 0) {
-		r = ferry_err_errno(errno, "cannot create '%s'", packs);
+	snprintf(packs, sizeof packs, "%s/%s", tmp, PACK_DIR);
+	if ((r = io_mkdir(packs, STORE_DIR_MODE)) < 0)
 		goto out;
-	}
 	if ((r = pool_alloc(name, tmp, 0, &p)) < 0)
 		goto out;
 	if ((r = cat_open(p, 1)) < 0)
@@ -226,14 +242,15 @@ int store_pool_create(const char *name, const char *path,
 		goto out;
 	sqlite3_close_v2(p->db);
 	p->db = NULL;
-	if ((r = write_marker(tmp)) < 0)
+	act_drop(p); /* its path is about to change */
+	if ((r = reserve_ensure(p, RESERVE_STRICT)) < 0 || (r = write_marker(tmp)) < 0)
 		goto out;
-	if (existed && rmdir(abs) != 0) {
-		r = ferry_err_errno(errno, "cannot replace '%s'", abs);
+	if (existed && ((r = io_fault(IO_FAULT_UNLINK)) || rmdir(abs) != 0)) {
+		r = ferry_err_errno(r ? r : errno, "cannot replace '%s'", abs);
 		goto out;
 	}
-	if (rename(tmp, abs) != 0) {
-		r = ferry_err_errno(errno, "cannot create '%s'", abs);
+	if ((r = io_rename(tmp, abs)) < 0) {
+		r = ferry_err(r, "cannot create '%s': %s", abs, ferry_errmsg(r));
 		if (existed && mkdir(abs, 0755) != 0) { /* best effort to restore it */ }
 		goto out;
 	}
@@ -338,6 +355,34 @@ void store_pool_close(struct store_pool *p)
 
 const char *store_pool_name(const struct store_pool *p) { return p->name; }
 const char *store_pool_path(const struct store_pool *p) { return p->path; }
+
+/* nftw has no context pointer; one check runs at a time (the CLI's). */
+static char exposed_what[PATH_MAX + 64];
+static int exposed_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	if ((flag == FTW_F || flag == FTW_D || flag == FTW_DP) && (st->st_mode & 077)) {
+		snprintf(exposed_what, sizeof exposed_what, "'%s' has mode %04o", path,
+			 (unsigned)(st->st_mode & 07777));
+		return 1;
+	}
+	return 0;
+}
+
+int store_pool_exposed(const char *name, char *what, size_t n)
+{
+	char path[PATH_MAX];
+	int r;
+	if ((r = registry_get(name, path, sizeof path)) < 0)
+		return r;
+	exposed_what[0] = 0;
+	r = nftw(path, exposed_cb, 16, FTW_PHYS);
+	if (r < 0)
+		return ferry_err_errno(errno, "cannot read '%s'", path);
+	if (r == 0)
+		return 0;
+	snprintf(what, n, "%s", exposed_what);
+	return 1;
+}
 
 static uint64_t disk_bytes;
 static int du_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)

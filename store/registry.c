@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -76,12 +77,16 @@ int registry_put(const char *name, const char *path)
 	int r;
 	if ((r = pools_dir(dir, sizeof dir)) < 0)
 		return r;
-	if ((r = io_mkdirs(dir, 0755)) < 0)
+	/* FERRY_HOME and pools/ are made private like a pool; an existing
+	 * FERRY_HOME keeps its mode, pools/ is ours and is kept private */
+	if ((r = io_mkdirs(dir, STORE_DIR_MODE)) < 0)
 		return r;
+	if (chmod(dir, STORE_DIR_MODE) != 0)
+		return ferry_err_errno(errno, "cannot set the mode of '%s'", dir);
 	int w = snprintf(line, sizeof line, "%s\n", path);
 	if (w < 0 || (size_t)w >= sizeof line)
 		return ferry_err(FERR_LIMIT, "pool path is too long");
-	return io_write_file_atomic(dir, name, line, (size_t)w, 0644);
+	return io_write_file_atomic(dir, name, line, (size_t)w, STORE_FILE_MODE);
 }
 
 int registry_del(const char *name)
@@ -91,9 +96,8 @@ int registry_del(const char *name)
 	if ((r = pools_dir(dir, sizeof dir)) < 0)
 		return r;
 	snprintf(file, sizeof file, "%s/%s", dir, name);
-	if (unlink(file) != 0)
-		return errno == ENOENT ? ferry_err(FERR_NOENT, "no such pool '%s'", name)
-				       : ferry_err_errno(errno, "cannot remove '%s'", file);
+	if ((r = io_unlink(file)) < 0)
+		return r == -FERR_NOENT ? ferry_err(FERR_NOENT, "no such pool '%s'", name) : r;
 	return io_fsync_dir(dir);
 }
 

@@ -56,6 +56,11 @@ int store_pool_create(const char *name, const char *path,
 /* Registers the pool at path under name (NULL: the name it was created or
  * last imported with). *name_out (may be NULL) receives a malloc'd copy. */
 int store_pool_import(const char *path, const char *name, char **name_out) FERRY_WUR;
+/* Whether the files of registered pool name are open to other users (a
+ * pool is made 0700/0600, but an old or chmod-ed one may not be): 1 with
+ * the first directory or file that has a group or other permission bit
+ * named in what ("'PATH' has mode 0755"), 0 when all are private. */
+int store_pool_exposed(const char *name, char *what, size_t n) FERRY_WUR;
 /* Removes name from the registry; the pool's files are untouched. */
 int store_pool_export(const char *name) FERRY_WUR;
 
@@ -84,6 +89,15 @@ struct store_pool_stats {
 	uint64_t codec_pbytes[4][10];
 };
 int store_pool_stats(struct store_pool *p, struct store_pool_stats *out) FERRY_WUR;
+
+/* Says what this handle is doing, in words for another command that finds
+ * the pool busy meanwhile: "a receive into tank/x" gives it "pool 'tank' is
+ * busy: a receive into tank/x (pid 1234) is running". Without it the
+ * process default (store_activity_default) is used, else "ferry". Best
+ * effort: a full disk only loses the wording. */
+void store_pool_activity(struct store_pool *p, const char *what);
+/* The process-wide default description (the CLI sets its command line). */
+void store_activity_default(const char *what);
 
 /* Transactions on the catalogue; every mutating store_* call runs inside one
  * (it opens its own when the caller has none). */

@@ -905,6 +905,79 @@ static void test_io_read_file(void **state)
 	free(dir);
 }
 
+/* What the store makes private stays private whatever the umask: exact
+ * modes from io_open_create, io_mkdir, io_mkdirs and io_write_file_atomic,
+ * and an existing directory keeps its own. */
+static void test_io_exact_modes(void **state)
+{
+	char *dir = tmpdir_new(), *f = path_join(dir, "f"), *d = path_join(dir, "d");
+	char *deep = path_join(dir, "x/y"), *x = path_join(dir, "x");
+	mode_t umasks[] = {0, 022, 0277};
+	struct stat st;
+	int fd;
+
+	for (size_t i = 0; i < sizeof(umasks) / sizeof(umasks[0]); i++) {
+		mode_t old = umask(umasks[i]);
+
+		assert_int_equal(io_open_create(f, O_RDWR | O_EXCL, 0600, &fd), 0);
+		close(fd);
+		assert_int_equal(stat(f, &st), 0);
+		assert_int_equal(st.st_mode & 07777, 0600);
+		assert_int_equal(io_open_create(f, O_RDWR | O_EXCL, 0600, &fd), -FERR_EXISTS);
+		assert_int_equal(io_open_create(f, O_RDWR, 0600, &fd), 0); /* opens it */
+		close(fd);
+		assert_int_equal(io_mkdir(d, 0700), 0);
+		assert_int_equal(stat(d, &st), 0);
+		assert_int_equal(st.st_mode & 07777, 0700);
+		assert_int_equal(io_mkdir(d, 0700), -FERR_EXISTS);
+		assert_int_equal(io_mkdirs(deep, 0700), 0);
+		assert_int_equal(stat(x, &st), 0);
+		assert_int_equal(st.st_mode & 07777, 0700);
+		assert_int_equal(stat(deep, &st), 0);
+		assert_int_equal(st.st_mode & 07777, 0700);
+		assert_int_equal(io_write_file_atomic(dir, "a", "x", 1, 0600), 0);
+		char *a = path_join(dir, "a");
+		assert_int_equal(stat(a, &st), 0);
+		assert_int_equal(st.st_mode & 07777, 0600);
+		umask(old);
+		unlink(a);
+		free(a);
+		unlink(f);
+		rmdir(d);
+		rmdir(deep);
+		rmdir(x);
+	}
+	/* an existing directory is not changed */
+	assert_int_equal(mkdir(x, 0755), 0);
+	assert_int_equal(chmod(x, 0755), 0);
+	assert_int_equal(io_mkdirs(deep, 0700), 0);
+	assert_int_equal(stat(x, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0755);
+	rm_rf(dir);
+	free(dir);
+	free(f);
+	free(d);
+	free(deep);
+	free(x);
+}
+
+/* Cleanup on an error path keeps the error being reported. */
+static void test_err_save(void **state)
+{
+	struct ferry_errsave e;
+	int r = ferry_err(FERR_NOSPC, "pool 'bk': no space left on device");
+
+	ferry_err_save(&e);
+	assert_int_equal(io_unlink("/nonexistent/ferry/x"), -FERR_NOENT);
+	ferry_err_restore(&e);
+	assert_string_equal(ferry_errmsg(r), "pool 'bk': no space left on device");
+	ferry_err_clear();
+	ferry_err_save(&e);
+	(void)ferry_err(FERR_IO, "noise");
+	ferry_err_restore(&e);
+	assert_null(ferry_err_detail());
+}
+
 static void test_io_mkdirs(void **state)
 {
 	char *dir = tmpdir_new(), *deep = path_join(dir, "a/b//c/d/"), *f = path_join(dir, "file");
@@ -1337,6 +1410,8 @@ int main(void)
 		cmocka_unit_test(test_io_atomic),
 		cmocka_unit_test(test_io_read_file),
 		cmocka_unit_test(test_io_mkdirs),
+		cmocka_unit_test(test_io_exact_modes),
+		cmocka_unit_test(test_err_save),
 		cmocka_unit_test(test_workq_order),
 		cmocka_unit_test(test_workq_busy),
 		cmocka_unit_test(test_workq_free_pending),

@@ -334,24 +334,54 @@ static void test_corruption_detected(void **state)
 	store_reader_free(rd);
 }
 
-static void test_uncommitted_is_garbage(void **state)
+/* A writer freed without committing gives back the packs it made; a pack
+ * nobody names (a killed writer's) goes at the next gc, or at the next
+ * writer that has the pool to itself, and never while a writer lives. */
+static void test_uncommitted_is_given_back(void **state)
 {
 	static uint8_t data[30000], scratch[30000];
-	struct store_writer *w = NULL;
+	struct store_writer *w = NULL, *w2 = NULL;
 	struct store_block b;
 	struct store_gc_stats st;
+	char path[600];
 	ferry_random(data, sizeof data);
 	size_t before = count_packs();
 	assert_int_equal(store_writer_new(P, &w), 0);
 	assert_int_equal(store_block_prepare((struct codec_spec){CODEC_LZ4, 0}, data, sizeof data,
 					     scratch, sizeof scratch, &b), 0);
 	assert_int_equal(store_writer_put(w, &b, NULL), 0);
+	store_writer_pause(w);
+	assert_int_equal(count_packs(), before + 1);
 	/* gc waits for writers: it refuses while one is open */
 	assert_int_equal(store_gc(P, &st), -FERR_BUSY);
 	store_writer_free(w); /* never committed */
-	assert_int_equal(count_packs(), before + 1);
+	assert_int_equal(count_packs(), before);
+
+	/* what a kill -9 leaves: a pack file the catalogue does not name */
+	snprintf(path, sizeof path, "%s/tank/packs/00000000deadbeef.pack", tmpdir);
+	int fd = open(path, O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, 1000), 1000);
+	close(fd);
 	assert_int_equal(store_gc(P, &st), 0);
 	assert_int_equal(st.orphans_deleted, 1);
+	assert_int_equal(count_packs(), before);
+
+	/* a second writer while one lives sweeps nothing; alone, it sweeps */
+	assert_int_equal(store_writer_new(P, &w), 0);
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	struct store_pool *p2 = NULL;
+	assert_int_equal(store_pool_open("tank", 0, &p2), 0);
+	assert_int_equal(store_writer_new(p2, &w2), 0);
+	assert_int_equal(access(path, F_OK), 0);
+	store_writer_free(w2);
+	store_writer_free(w);
+	assert_int_equal(store_writer_new(p2, &w2), 0);
+	assert_int_equal(access(path, F_OK), -1);
+	store_writer_free(w2);
+	store_pool_close(p2);
 	assert_int_equal(count_packs(), before);
 }
 
@@ -363,7 +393,7 @@ int main(void)
 		cmocka_unit_test(test_writer_paths),
 		cmocka_unit_test(test_self_describing),
 		cmocka_unit_test(test_corruption_detected),
-		cmocka_unit_test(test_uncommitted_is_garbage),
+		cmocka_unit_test(test_uncommitted_is_given_back),
 	};
 	if (ferry_lib_init() < 0)
 		return 1;

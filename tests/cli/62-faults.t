@@ -1,0 +1,265 @@
+#!/bin/sh
+# Fault injection: every write path under every fault kind. The fault
+# build (make BUILD=build-fault FAULT=1; lib/fault.c) fails the Nth write,
+# fsync, rename, unlink, create or allocation with EIO, ENOSPC or ENOMEM.
+# For each path, a clean run counts its hook points, then runs at points
+# spread over each kind (FAULT_POINTS per kind, default 6, and
+# FAULT_ALLOC_POINTS for allocations; "all" for every one: make
+# torture-faults) each fail one of them, from the same starting
+# state. Each must either fail with exit status 1 and one line on stderr
+# and leave its pool exactly as before, or succeed silently and leave it
+# exactly as the clean run did: the same `ferry list -H -p -t all -r`
+# figures, `pool status` codec table, local and received properties and
+# resume tokens, `PRAGMA integrity_check` ok, no pack file the catalogue
+# does not know, and every snapshot restoring identical. No crash, ever.
+# FAULT_PATHS (names, space separated) limits the paths; FAULT_KEEP=DIR
+# keeps a copy of the test directory at the first run that leaves a pool
+# changed, to look at; FAULT_VERBOSE=1 shows every run's outcome.
+. "$(dirname "$0")/lib.sh"
+TREECMP="$FERRY_TOOLS/treecmp"
+FB=${FERRY_FAULT_BIN:-$FERRY_SRC/build-fault/ferry}
+POINTS=${FAULT_POINTS:-6}
+APOINTS=${FAULT_ALLOC_POINTS:-$POINTS}
+if [ ! -x "$FB" ]; then
+	_n=$((_n + 1)); echo "ok $_n # skip no fault build at $FB (make BUILD=build-fault FAULT=1)"
+	done_testing; exit $?
+fi
+W="$T/w"
+export FERRY_HOME="$W/home"
+
+# ---- the world every run starts from ----------------------------------------------
+S="$T/src"
+mkdir -p "$S/a/sub" "$S/b" "$S/c" "$S/g" "$W"
+head -c 200000 /dev/urandom >"$S/a/rand"
+seq 1 20000 >"$S/a/text"
+for i in 1 2 3; do echo "small $i" >"$S/a/sub/f$i"; done
+ln -s text "$S/a/link"
+head -c 50000 /dev/urandom >"$S/b/rand"
+head -c 120000 /dev/urandom >"$S/c/rand"
+seq 1 3000 >"$S/c/text"
+head -c 2400000 /dev/urandom >"$S/g/big"
+head -c 300000 /dev/urandom >"$S/g/keep"
+ferry pool create fp "$W/fp"
+ferry create -o source="$S/a" fp/a
+ferry create -o source="$S/b" fp/a/b
+ferry create -o source="$S/c" fp/c
+ferry create -o source="$S/g" -o compression=off fp/g
+ferry snapshot -r fp/a@1
+seq 20000 21000 >>"$S/a/text"
+echo new >"$S/a/sub/new"
+ferry snapshot fp/a@2
+ferry snapshot fp/g@1
+rm "$S/g/big"
+ferry snapshot fp/g@2
+ferry destroy fp/g@1 # garbage for gc: a pack mostly dead, to rewrite
+echo changed >"$S/a/sub/f1"
+rm "$S/a/sub/f2"
+ferry send fp/a@2 >"$T/s-full"
+ferry send -i @1 fp/a@2 >"$T/s-incr"
+ferry set user:note=kept fp/a
+ferry send -p fp/a@2 >"$T/s-props"
+ferry pool create -o compression=gzip fr "$W/fr"
+ferry send fp/a@1 | ferry recv fr/r
+size=$(wc -c <"$T/s-full")
+head -c $((size * 7 / 10)) "$T/s-full" >"$T/s-cut"
+ferry recv -s fr/s <"$T/s-cut" 2>/dev/null
+tok=$(ferry get -H -o value receive_resume_token fr/s)
+like "$tok" "^1-" "(the world has a partial receive to resume)"
+ferry send -t "$tok" >"$T/s-resume"
+cp -a "$W" "$T/w0"
+# (without their reserves, 1/32 of this filesystem: a copy each run would
+# cost more than the run; every command that writes makes it again)
+rm -f "$T/w0"/*/reserve
+reset() { rm -rf "$W"; cp -a "$T/w0" "$W"; }
+
+# the paths: NAME POOL COMMAND (with its input)
+paths='
+capture-full	fp	snapshot fp/c@1
+capture-incr	fp	snapshot fp/a@3
+recv-full	fr	recv fr/new <s-full
+recv-incr	fr	recv fr/r <s-incr
+recv-props	fr	recv fr/p <s-props
+recv-s-cut	fr	recv -s fr/t <s-cut
+recv-resume	fr	recv -s fr/s <s-resume
+destroy	fp	destroy fp/a@1
+destroy-r	fp	destroy -r fp/a/b
+rollback-r	fp	rollback -r fp/a@1
+gc	fp	gc fp
+set	fp	set compression=gzip-3 fp/a
+create	fp	create -o compression=lz4 fp/new
+pool-create	np	pool create np NP
+'
+# cmd NAME BIN: runs path NAME's command with BIN (stdout discarded)
+cmd() {
+	_line=$(printf '%s\n' "$paths" | awk -F'\t' -v n="$1" '$1 == n')
+	_c=$(printf '%s\n' "$_line" | cut -f3)
+	_in=/dev/null
+	case "$_c" in *" <"*) _in="$T/${_c##*<}"; _c=${_c% <*} ;; esac
+	_c=$(printf '%s' "$_c" | sed "s|NP|$W/np|")
+	# shellcheck disable=SC2086
+	"$2" $_c <"$_in" >/dev/null 2>"$T/err"
+}
+pool_of() { printf '%s\n' "$paths" | awk -F'\t' -v n="$1" '$1 == n { print $2 }'; }
+
+# state POOL: everything a failed write must leave as it was
+state() {
+	if [ "$1" = np ]; then # pool create: the registry and the directory
+		"$FERRY" pool list -H -o name 2>&1
+		ls "$W" | grep '^np' 
+		[ -d "$W/np" ] && "$FERRY" list -H -r -t all -o name np 2>&1
+		return 0
+	fi
+	"$FERRY" list -H -p -r -t all -o name,type,used,referenced,logicalused,logicalreferenced,written "$1" 2>&1
+	[ "$skip_codecs" = 1 ] || "$FERRY" pool status "$1" 2>&1 | sed -n '/CODEC/,$p'
+	"$FERRY" get -H -r -o name,property,value,source all "$1" 2>&1 |
+		awk -F'\t' '$4 == "local" || $4 == "received" || $2 == "receive_resume_token"'
+	echo "integrity: $(sqlite3 "$W/$1/catalog.db" "PRAGMA integrity_check" 2>&1)"
+	ls "$W/$1/packs" | sort >"$T/files"
+	sqlite3 "$W/$1/catalog.db" "SELECT name FROM packs ORDER BY name" >"$T/known" 2>&1
+	# (a gc that could not unlink a pack leaves it for the next gc)
+	[ "$skip_codecs" = 1 ] || comm -23 "$T/files" "$T/known" | sed 's/^/unknown pack: /'
+	comm -13 "$T/files" "$T/known" | sed 's/^/missing pack: /'
+}
+# snaps POOL DIR: restores every snapshot of POOL under DIR
+snaps() {
+	rm -rf "$2"
+	mkdir -p "$2"
+	[ "$1" = np ] && return 0
+	for _s in $("$FERRY" list -H -r -t snapshot -o name "$1" 2>/dev/null); do
+		"$FERRY" restore "$_s" "$2/$(echo "$_s" | tr '/@' '__')" 2>>"$2.err" ||
+			echo "restore $_s failed" >>"$2.err"
+	done
+}
+# same_snaps A B: the restored trees of A equal those of B
+same_snaps() {
+	[ -s "$1.err" ] && { cat "$1.err"; return 1; }
+	[ "$(ls "$1")" = "$(ls "$2")" ] || { echo "snapshots differ: $(ls "$1" | tr '\n' ' ') / $(ls "$2" | tr '\n' ' ')"; return 1; }
+	for _d in $(ls "$1"); do
+		"$TREECMP" "$2/$_d" "$1/$_d" >/dev/null 2>&1 || { echo "$_d differs"; return 1; }
+	done
+}
+# points C K: up to K hook points spread over 1..C, or all of them
+points() {
+	if [ "$2" = all ] || [ "$1" -le "$2" ]; then seq 1 "$1"; return; fi
+	awk -v c="$1" -v k="$2" 'BEGIN { for (i = 0; i < k; i++) print 1 + int(i * (c - 1) / (k - 1)) }' | uniq
+}
+
+# Known bugs outside the store, reported with a reproduction: their "pool
+# as before or after" results are TODO until fixed (a crash or a message
+# of more than one line still fails).
+#  - recv/recv.c creates a new dataset, commits the snapshot, drops the
+#    partial state of a resumed receive and applies received properties,
+#    each in a transaction of its own: a fault after the first reports a
+#    failure while what came before stays committed (recv-full: an empty
+#    dataset left behind, e.g. alloc:3527:ENOMEM; recv-resume: the snapshot
+#    committed and the partial state kept, e.g. write:42:ENOSPC).
+#  - recv/recv.c apply_props skips a property on any error of
+#    store_prop_set, an I/O error or ENOSPC too: the receive then succeeds
+#    without it (recv-props, e.g. fsync:7:EIO).
+known='recv-full recv-resume recv-props'
+# todo_is GOT WANT DESC REASON: like is, as a TAP TODO
+todo_is() {
+	_n=$((_n + 1))
+	if [ "$1" = "$2" ]; then echo "ok $_n - $3 # TODO $4"; else
+		echo "not ok $_n - $3 # TODO $4"; diag "got:  $1" "want: $2"; fi
+}
+
+total=0
+for name in $(printf '%s\n' "$paths" | cut -f1); do
+	[ -n "${FAULT_PATHS:-}" ] && ! echo " $FAULT_PATHS " | grep -q " $name " && continue
+	pool=$(pool_of "$name")
+	skip_codecs=0
+	[ "$name" = gc ] && skip_codecs=1 # gc's steps commit one by one (see below)
+	reset
+	state "$pool" >"$T/before"
+	snaps "$pool" "$T/ref-before"
+	rm -f "$T/count"
+	FERRY_FAULT=count FERRY_FAULT_COUNT="$T/count" cmd "$name" "$FB"
+	clean=$?
+	cp "$T/err" "$T/clean-err"
+	state "$pool" >"$T/after"
+	snaps "$pool" "$T/ref-after"
+	if [ "$name" = gc ]; then
+		skip_codecs=0
+		state "$pool" >"$T/gc-after"
+		skip_codecs=1
+	fi
+	want=0
+	[ "$name" = recv-s-cut ] && want=1 # it is cut: it fails, keeping a partial state
+	is "$clean" "$want" "$name: the clean run exits $want ($(cat "$T/count"))"
+	bad=0 badstate=0 runs=0 fails=0
+	for kind in write fsync rename unlink create alloc; do
+		c=$(sed -n "s/.*\\b$kind=\\([0-9]*\\).*/\\1/p" "$T/count")
+		[ "${c:-0}" -gt 0 ] || continue
+		i=0
+		k=$POINTS
+		[ "$kind" = alloc ] && k=$APOINTS
+		for n in $(points "$c" "$k"); do
+			i=$((i + 1))
+			case $kind in
+			write | create) [ $((i % 2)) = 1 ] && err=ENOSPC || err=EIO ;;
+			alloc) err=ENOMEM ;;
+			*) err=EIO ;;
+			esac
+			reset
+			rm -f "$T/fired"
+			FERRY_FAULT="$kind:$n:$err" FERRY_FAULT_LOG="$T/fired" cmd "$name" "$FB"
+			rc=$?
+			runs=$((runs + 1))
+			what="$name $kind:$n:$err"
+			lines=$(wc -l <"$T/err")
+			[ -n "${FAULT_VERBOSE:-}" ] && diag "$what: exit $rc: $(head -c 200 "$T/err")"
+			if [ "$rc" -ge 128 ]; then
+				bad=$((bad + 1)); diag "$what: crashed (status $rc): $(head -c 300 "$T/err")"; continue
+			fi
+			state "$pool" >"$T/now"
+			if [ "$rc" = "$want" ] && cmp -s "$T/now" "$T/after"; then
+				ref="$T/ref-after"
+				[ "$want" = 0 ] && [ "$lines" != 0 ] && {
+					bad=$((bad + 1)); diag "$what: succeeded with stderr: $(head -c 300 "$T/err")"; }
+			elif [ "$rc" = 1 ] && cmp -s "$T/now" "$T/before"; then
+				ref="$T/ref-before"
+				fails=$((fails + 1))
+				if [ "$lines" != 1 ] || ! grep -q "^ferry: " "$T/err"; then
+					bad=$((bad + 1)); diag "$what: failed with $lines lines: $(head -c 300 "$T/err")"
+				fi
+			else
+				badstate=$((badstate + 1))
+				if [ "$rc" = 1 ] && { [ "$lines" != 1 ] || ! grep -q "^ferry: " "$T/err"; }; then
+					bad=$((bad + 1)); diag "$what: failed with $lines lines: $(head -c 300 "$T/err")"
+				fi
+				[ -n "${FAULT_KEEP:-}" ] && rm -rf "$FAULT_KEEP" && cp -a "$T" "$FAULT_KEEP"
+				diag "$what: exit $rc ($(head -c 200 "$T/err")), and the pool is neither as before nor as after:"
+				if [ "$rc" = 0 ]; then diff "$T/after" "$T/now" | head -8 | sed 's/^/#   /'
+				else diff "$T/before" "$T/now" | head -8 | sed 's/^/#   /'; fi
+				continue
+			fi
+			snaps "$pool" "$T/got"
+			if ! same_snaps "$T/got" "$ref" >"$T/why"; then
+				badstate=$((badstate + 1)); diag "$what: snapshots do not restore identical: $(head -3 "$T/why")"
+			fi
+			if [ "$name" = gc ] && [ "$rc" = 1 ]; then
+				# a failed gc may have committed some of its steps (and
+				# left a pack it could not unlink): the next one must
+				# finish the job as the clean run did
+				"$FERRY" gc "$pool" >/dev/null 2>"$T/gcerr" ||
+					{ badstate=$((badstate + 1)); diag "$what: the next gc fails: $(cat "$T/gcerr")"; }
+				skip_codecs=0
+				state "$pool" >"$T/now"
+				skip_codecs=1
+				cmp -s "$T/now" "$T/gc-after" ||
+					{ badstate=$((badstate + 1)); diag "$what: the next gc does not end where the clean one did:" "$(diff "$T/gc-after" "$T/now" | head -6)"; }
+			fi
+		done
+	done
+	total=$((total + runs))
+	is "$bad" 0 "$name: $runs runs with a fault, none crashed, each failure one line ($fails failed)"
+	d="$name: after each, the pool is exactly as before (a failure) or as after the clean run"
+	if echo " $known " | grep -q " $name "; then
+		todo_is "$badstate" 0 "$d" "a bug in recv/, see the top of this file"
+	else
+		is "$badstate" 0 "$d"
+	fi
+done
+diag "$total runs with a fault"
+done_testing
