@@ -672,7 +672,10 @@ static int apply_props(struct rcv *r, const struct store_ds *ds, const struct st
 			continue;
 		struct store_propset ps = {pv[i].name, pv[i].value};
 		if ((rc = store_prop_set(r->p, ds, &ps, 1, STORE_SRC_RECEIVED)) < 0) {
-			/* a property this pool does not know or accept is skipped */
+			/* a property this pool does not know or accept is skipped;
+			 * anything else (the disk, the catalogue) fails the receive */
+			if (rc != -FERR_PROP && rc != -FERR_NAME)
+				return rc;
 			ferry_err_clear();
 			r->st.props_skipped++;
 			continue;

@@ -123,11 +123,17 @@ static void act_sweep(const char *dir)
 		return;
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		if (!isdigit((unsigned char)de->d_name[0]))
+		/* a record, or the temporary file of one (".PID.N.tmp-..."),
+		 * left when its writer was killed before the rename */
+		const char *name = de->d_name;
+		if (name[0] == '.' && isdigit((unsigned char)name[1]) && strstr(name, ".tmp-"))
+			name++;
+		else if (!isdigit((unsigned char)name[0]))
 			continue;
 		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-		if (act_read(path, buf, sizeof buf) == 0 && !act_live(dir, de->d_name, buf) &&
-		    io_unlink(path) != 0) { /* another sweeper got it */ }
+		if (act_read(path, buf, sizeof buf) < 0)
+			buf[0] = 0;
+		if (!act_live(dir, name, buf) && io_unlink(path) != 0) { /* another sweeper got it */ }
 	}
 	closedir(d);
 }

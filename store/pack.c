@@ -484,8 +484,14 @@ int pack_sweep_orphans(struct store_pool *p, uint64_t *removed)
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
+		/* deleting is decided on this lookup alone: a bind that failed
+		 * (no memory) would look up NULL and find nothing, so it stops
+		 * the sweep rather than let a live pack go */
 		sqlite3_reset(st);
-		sqlite3_bind_text(st, 1, de->d_name, -1, SQLITE_TRANSIENT);
+		if (sqlite3_bind_text(st, 1, de->d_name, -1, SQLITE_STATIC) != SQLITE_OK) {
+			r = cat_err(p, "listing packs");
+			break;
+		}
 		int s = sqlite3_step(st);
 		if (s == SQLITE_ROW)
 			continue;

@@ -484,10 +484,11 @@ int prop_set(struct store_pool *p, const struct store_ds *ds,
 			goto fail;
 		sqlite3_reset(st);
 		sqlite3_bind_int64(st, 1, ds->id);
-		sqlite3_bind_text(st, 2, pname, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 3, canon, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int(st, 4, source);
-		if (sqlite3_step(st) != SQLITE_DONE) {
+		/* both strings live until the step: nothing to copy, nothing a
+		 * failed allocation could turn into a NULL */
+		if (sqlite3_bind_text(st, 2, pname, -1, SQLITE_STATIC) != SQLITE_OK ||
+		    sqlite3_bind_text(st, 3, canon, -1, SQLITE_STATIC) != SQLITE_OK ||
+		    sqlite3_bind_int(st, 4, source) != SQLITE_OK || sqlite3_step(st) != SQLITE_DONE) {
 			r = cat_err(p, "setting property");
 			goto fail;
 		}
