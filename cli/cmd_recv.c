@@ -141,6 +141,12 @@ int cmd_recv(int argc, char **argv)
 		rc = cli_fail(r, "cannot receive into '%s'", target);
 		goto out;
 	}
+	{
+		char what[STORE_NAME_MAX + 64];
+		snprintf(what, sizeof what, "%s into %s",
+			 abort_partial ? "an abort of the partial receive" : "a receive", target);
+		store_pool_activity(p, what);
+	}
 	if (abort_partial) {
 		r = recv_abort(p, target);
 		store_pool_close(p);

@@ -162,6 +162,9 @@ int cmd_snapshot(int argc, char **argv)
 		dsname[at - name] = 0;
 		if ((r = store_pool_open_for(dsname, 0, &p)) < 0)
 			return cli_fail(r, "cannot snapshot '%s'", name);
+		char what[STORE_NAME_MAX + 32];
+		snprintf(what, sizeof what, "a snapshot of %s%s", dsname, recursive ? " (-r)" : "");
+		store_pool_activity(p, what);
 		if ((r = store_ds_lookup(p, dsname, &ds)) < 0) {
 			store_pool_close(p);
 			return cli_fail(r, "cannot snapshot '%s'", name);
@@ -446,7 +449,9 @@ int cmd_gc(int argc, char **argv)
 		return cli_usage("usage: ferry gc [-v] POOL");
 	struct store_pool *p = NULL;
 	struct store_gc_stats st;
-	if ((r = store_pool_open(argv[optind], 0, &p)) < 0 || (r = store_gc(p, &st)) < 0) {
+	if ((r = store_pool_open(argv[optind], 0, &p)) == 0)
+		store_pool_activity(p, "a gc");
+	if (r < 0 || (r = store_gc(p, &st)) < 0) {
 		store_pool_close(p);
 		return cli_fail(r, "cannot collect garbage in '%s'", argv[optind]);
 	}

@@ -57,7 +57,7 @@ head -c 5000000 "$T/pkg" >&4
 i=0
 while [ "$i" -lt 100 ] && [ "$(write_locker bk)" != "$rp" ]; do sleep 0.1; i=$((i + 1)); done
 is "$(write_locker bk)" "$rp" "(the receive holds bk's catalogue write lock)"
-msg="pool 'bk' is busy: 'ferry recv -F bk/r' \\(pid $rp\\) is running\$"
+msg="pool 'bk' is busy: a receive into bk/r \\(pid $rp\\) is running\$"
 refused 1 "^ferry: cannot create 'bk/x': $msg" "create names the receive and its pid" \
 	"$FERRY" create bk/x
 refused 1 "^ferry: .*$msg" "gc, kept out by the gc lock, names it too" "$FERRY" gc bk
@@ -80,7 +80,7 @@ head -c 2000000 "$T/pkg" >&5
 i=0
 while [ "$i" -lt 50 ] && [ -z "$(ls "$T/p/bk/run" 2>/dev/null | grep "^$kp\\.")" ]; do sleep 0.1; i=$((i + 1)); done
 like "$(ls "$T/p/bk/run")" "^$kp\\." "(a receive has its activity record)"
-refused 1 "^ferry: .*pool 'bk' is busy: 'ferry recv bk/k' \\(pid $kp\\) is running\$" \
+refused 1 "^ferry: .*pool 'bk' is busy: a receive into bk/k \\(pid $kp\\) is running\$" \
 	"gc names a plain receive holding the gc lock" "$FERRY" gc bk
 kill -9 "$kp"; wait "$kp" 2>/dev/null; exec 5>&-
 is "$(ls "$T/p/bk/run" | grep -c "^$kp\\.")" 1 "kill -9 leaves its record"
