@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "../store/store.h"
+#include "../capture/capture.h"
+#include "../restore/restore.h"
 #include "cli.h"
 
 /* Prints bytes as zfs diff does: printable ASCII as is, the rest (and
@@ -38,7 +40,7 @@ struct snap_progress {
 	int shown;
 };
 
-static void progress_cb(void *arg, const struct store_capture_stats *st)
+static void progress_cb(void *arg, const struct capture_stats *st)
 {
 	struct snap_progress *pg = arg;
 	char rd[16], wr[16];
@@ -52,8 +54,8 @@ static void progress_cb(void *arg, const struct store_capture_stats *st)
 static int snapshot_one(struct store_pool *p, const struct store_ds *ds, const char *snap,
 			const char *from, int verbose, int cross_fs)
 {
-	struct store_capture_stats st;
-	struct store_capture_opts o;
+	struct capture_stats st;
+	struct capture_opts o;
 	struct snap_progress pg;
 	char full[2 * STORE_NAME_MAX + 2];
 	snprintf(full, sizeof full, "%s@%s", ds->name, snap);
@@ -67,7 +69,7 @@ static int snapshot_one(struct store_pool *p, const struct store_ds *ds, const c
 	if (isatty(2))
 		o.progress = progress_cb;
 	uint64_t t0 = ferry_now_ns();
-	int r = store_capture(p, ds, snap, &o, &st);
+	int r = capture_snapshot(p, ds, snap, &o, &st);
 	if (pg.shown)
 		fputc('\n', stderr);
 	if (r < 0 && r != -FERR_PARTIAL)
@@ -260,16 +262,16 @@ int cmd_restore(int argc, char **argv)
 		else if (c == 'v')
 			verbose = 1;
 		else if (c == OPT_NO_OWNER)
-			untrusted |= STORE_RESTORE_NO_SAME_OWNER;
+			untrusted |= RESTORE_NO_SAME_OWNER;
 		else if (c == OPT_NO_PERMS)
-			untrusted |= STORE_RESTORE_NO_SAME_PERMISSIONS;
+			untrusted |= RESTORE_NO_SAME_PERMISSIONS;
 		else if (c == OPT_NO_DEV)
-			untrusted |= STORE_RESTORE_NO_DEVICES;
+			untrusted |= RESTORE_NO_DEVICES;
 		else if (c == OPT_NO_SUID)
-			untrusted |= STORE_RESTORE_NO_SETUID;
+			untrusted |= RESTORE_NO_SETUID;
 		else if (c == OPT_UNTRUSTED)
-			untrusted |= STORE_RESTORE_NO_SAME_OWNER | STORE_RESTORE_NO_SAME_PERMISSIONS |
-				     STORE_RESTORE_NO_DEVICES | STORE_RESTORE_NO_SETUID;
+			untrusted |= RESTORE_NO_SAME_OWNER | RESTORE_NO_SAME_PERMISSIONS |
+				     RESTORE_NO_DEVICES | RESTORE_NO_SETUID;
 		else if (c == OPT_HELP) {
 			free(files);
 			printf("%s\n%s", usage, restore_help);
@@ -294,8 +296,8 @@ int cmd_restore(int argc, char **argv)
 	const char *name = argv[optind];
 	struct store_pool *p = NULL;
 	struct store_snap s;
-	struct store_restore_opts o;
-	struct store_restore_stats st;
+	struct restore_opts o;
+	struct restore_stats st;
 	int r;
 	if ((r = store_pool_open_for(name, STORE_OPEN_RDONLY, &p)) < 0 ||
 	    (r = store_snap_lookup(p, name, &s)) < 0) {
@@ -318,7 +320,7 @@ int cmd_restore(int argc, char **argv)
 		o.umask = um;
 	}
 	o.warn = rwarn_cb;
-	r = store_restore(p, &s, format ? NULL : argv[optind + 1], &o, &st);
+	r = restore_snapshot(p, &s, format ? NULL : argv[optind + 1], &o, &st);
 	store_pool_close(p);
 	free(files);
 	if (r < 0 && r != -FERR_PARTIAL)

@@ -15,6 +15,13 @@
 
 #include "recv.h"
 
+/* The seams between stream/ and store/, which know nothing of each other:
+ * a codec id on the wire is the store's, and a token fits the store's. */
+_Static_assert((int)STREAM_CODEC_OFF == (int)CODEC_OFF && (int)STREAM_CODEC_LZ4 == (int)CODEC_LZ4 &&
+	       (int)STREAM_CODEC_GZIP == (int)CODEC_GZIP && (int)STREAM_CODEC_ZLE == (int)CODEC_ZLE,
+	       "stream codec ids are the store's");
+_Static_assert(STREAM_TOKEN_MAX + 1 <= STORE_TOKEN_MAX, "a resume token fits the store's record");
+
 #define KEY_LEN (1 + FERRY_HASH_LEN)
 #define VKEY_LEN (1 + FERRY_HASH_LEN + 8)
 

@@ -130,15 +130,6 @@ int cat_schema_snap(struct store_pool *p) FERRY_WUR;
  * then fails with -FERR_BUSY rather than wait). *fd is the lock's fd;
  * closing it releases the lock. */
 int pack_lock(struct store_pool *p, int exclusive, int *fd) FERRY_WUR;
-/* For capture: store_block_prepare (store_block_prepare_known when hash is
- * not NULL), except that an all-zero record is a hole whatever the policy,
- * compression=off included. A snapshot's tree then does not depend on the
- * compression it was captured with, so a stream from an uncompressed
- * source names the same blocks and holes as one from a compressed source,
- * and a receiver's pool matches a direct capture. */
-int pack_prepare_record(struct codec_spec policy, const void *src, size_t lsize,
-			const uint8_t *hash, void *scratch, size_t scratch_cap,
-			struct store_block *out) FERRY_WUR;
 /* Encodes / parses a block header (PACK_BLK_HDR_LEN bytes). */
 void pack_blk_hdr_put(uint8_t *h, struct codec_spec c, uint32_t lsize, uint32_t psize,
 		      const uint8_t hash[FERRY_HASH_LEN]);
@@ -180,11 +171,5 @@ int pool_nospace(struct store_pool *p);
 /* Fills the snapshot count and per-codec block figures of a pool (space.c). */
 int space_pool_stats(struct store_pool *p, struct store_pool_stats *s) FERRY_WUR;
 int snap_figures(struct store_pool *p, int64_t snap_id, uint64_t *pbytes, uint64_t *lbytes) FERRY_WUR;
-
-/* restore --file: whether the path (relative to the snapshot root, plen
- * bytes) is to be restored: 0 skip, 1 restore it whole, 2 it leads to a
- * selected path. Marks found[i] when path is exactly files[i]. */
-int restore_selected(const char *const *files, size_t nfiles, const char *path, size_t plen,
-		     int *found);
 
 #endif

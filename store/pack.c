@@ -174,7 +174,7 @@ int store_block_prepare_known(struct codec_spec policy, const void *src, size_t 
 	return prepare_rule(policy, src, lsize, scratch, scratch_cap, out);
 }
 
-int pack_prepare_record(struct codec_spec policy, const void *src, size_t lsize,
+int store_block_prepare_record(struct codec_spec policy, const void *src, size_t lsize,
 			const uint8_t *hash, void *scratch, size_t scratch_cap,
 			struct store_block *out)
 {

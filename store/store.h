@@ -14,6 +14,9 @@
 #define STORE_NAME_MAX 255     /* zfs: ZFS_MAX_DATASET_NAME_LEN - 1 */
 #define STORE_USERPROP_NAME_MAX 255
 #define STORE_USERPROP_VALUE_MAX 8192
+/* Room for a resume token's text with its NUL (stream/'s STREAM_TOKEN_MAX;
+ * recv/recv.c pins the two together). */
+#define STORE_TOKEN_MAX 640
 
 /* ---- names ---------------------------------------------------------------- */
 enum store_name_kind {
@@ -431,6 +434,15 @@ int store_block_prepare(struct codec_spec policy, const void *src, size_t lsize,
 int store_block_prepare_known(struct codec_spec policy, const void *src, size_t lsize,
 			      const uint8_t hash[FERRY_HASH_LEN], void *scratch, size_t scratch_cap,
 			      struct store_block *out) FERRY_WUR;
+/* For capture: store_block_prepare (store_block_prepare_known when hash is
+ * not NULL), except that an all-zero record is a hole whatever the policy,
+ * compression=off included. A snapshot's tree then does not depend on the
+ * compression it was captured with, so a stream from an uncompressed
+ * source names the same blocks and holes as one from a compressed source,
+ * and a receiver's pool matches a direct capture. */
+int store_block_prepare_record(struct codec_spec policy, const void *src, size_t lsize,
+			       const uint8_t *hash, void *scratch, size_t scratch_cap,
+			       struct store_block *out) FERRY_WUR;
 /* For a block that arrives already encoded with c (send -c / recv): decodes
  * it into scratch (lsize bytes), checks the hash and fills out so the payload
  * is stored as it is, without re-encoding. -FERR_CORRUPT when the payload
@@ -621,64 +633,7 @@ int store_bookmark_iter(struct store_pool *p, const struct store_ds *ds, store_b
  * createtxg and creation; space figures are "-". */
 void store_bookmark_to_ds(const struct store_bookmark *b, struct store_ds *out);
 
-/* ---- capture (capture*.c) -------------------------------------------------- */
-struct store_capture_stats {
-	uint64_t files_read, files_reused, files_changed_during, dirs, symlinks, specials;
-	uint64_t bytes_read;      /* logical bytes read from the source */
-	uint64_t blocks_written, bytes_written; /* new blocks and their packed bytes */
-	uint64_t blocks_total;    /* blocks referenced by the new snapshot */
-	uint64_t warnings, unreadable;
-};
-struct store_capture_opts {
-	const char *from;         /* NULL: the dataset's source property */
-	int cross_fs;             /* descend into other filesystems */
-	unsigned threads;         /* 0: one per CPU */
-	/* warn: a path that was skipped or changed, with why; progress: called
-	 * now and then with the running counters. Both may be NULL. */
-	void (*warn)(void *arg, const char *path, const char *msg);
-	void (*progress)(void *arg, const struct store_capture_stats *st);
-	void *arg;
-};
-/* Captures a snapshot ds@name. Incremental against ds's newest snapshot:
- * files whose size, mtime, ctime and inode match are not read again.
- * Returns 0, or -FERR_PARTIAL when the snapshot was committed but some
- * entries could not be read (each reported through warn). */
-int store_capture(struct store_pool *p, const struct store_ds *ds, const char *name,
-		  const struct store_capture_opts *o, struct store_capture_stats *st) FERRY_WUR;
-
-/* ---- restore (restore*.c) --------------------------------------------------- */
-/* For snapshots of someone else's data (a backup server restoring them as
- * root), in the manner of tar's options of the same names. */
-enum {
-	STORE_RESTORE_NO_SAME_OWNER = 1 << 0,       /* no chown: the restoring user owns all */
-	STORE_RESTORE_NO_SAME_PERMISSIONS = 1 << 1, /* modes masked by opts.umask */
-	STORE_RESTORE_NO_DEVICES = 1 << 2,          /* device nodes skipped, each warned */
-	STORE_RESTORE_NO_SETUID = 1 << 3,           /* setuid/setgid cleared, no file capabilities */
-};
-struct store_restore_opts {
-	const char *const *files; /* restore only these paths (relative to the snapshot root) */
-	size_t nfiles;
-	int force;                /* allow a non-empty target */
-	const char *format;       /* NULL: a tree into dir; "tar", "pax", "zip": an archive to fd */
-	int fd;                   /* archive output */
-	unsigned untrusted;       /* STORE_RESTORE_NO_* flags; an archive's entries follow all
-				   * but NO_SAME_PERMISSIONS (its extractor applies its umask) */
-	mode_t umask;             /* for STORE_RESTORE_NO_SAME_PERMISSIONS */
-	void (*warn)(void *arg, const char *path, const char *msg);
-	void *arg;
-};
-struct store_restore_stats {
-	uint64_t files, dirs, symlinks, specials, hardlinks, bytes, warnings;
-};
-/* Restores snapshot s into directory dir (created if missing), never
- * writing outside it or following a symlink. A volume restores into the
- * file dir names (an image, created or overwritten when force). Returns 0,
- * or -FERR_PARTIAL when some attributes could not be set or device nodes
- * were skipped (each warned). */
-int store_restore(struct store_pool *p, const struct store_snap *s, const char *dir,
-		  const struct store_restore_opts *o, struct store_restore_stats *st) FERRY_WUR;
-
-/* ---- diff (diff.c is part of snapshot.c) -------------------------------------
+/* ---- diff (diff.c) -----------------------------------------------------------
  * change: 'M' modified, '+' added, '-' removed, 'R' renamed (path → newpath).
  * ftype: one of the node entry types ('F' file, '/' dir, '@' symlink, '|' fifo,
  * 'B' block device, 'C' char device) as zfs diff -F prints them. */
@@ -740,7 +695,7 @@ int store_pnodes_has_block(struct store_pnodes *n, const uint8_t hash[FERRY_HASH
  * name) keeps its packs, blocks, nodes and object set in the catalogue
  * (gc keeps those blocks) until it is resumed or aborted. */
 struct store_partial {
-	char token[640];        /* the resume token text */
+	char token[STORE_TOKEN_MAX]; /* the resume token text */
 	uint64_t to_guid, from_guid, pos;
 	int created;            /* 1: ds was created for this receive */
 };

@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "store/store.h"
+#include "capture/capture.h"
+#include "restore/restore.h"
 #include "tests/fuzz/fuzz_pool.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -53,10 +55,10 @@ static void check_nothing_escaped(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct store_capture_opts co;
-	struct store_capture_stats cs;
-	struct store_restore_opts ro;
-	struct store_restore_stats rs;
+	struct capture_opts co;
+	struct capture_stats cs;
+	struct restore_opts ro;
+	struct restore_stats rs;
 	struct store_ds ds;
 	struct store_snap s;
 	char name[32], full[64];
@@ -71,14 +73,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	co.from = input;
 	co.threads = 1;
 	snprintf(name, sizeof name, "s%lu", serial++);
-	int r = store_capture(fuzz_pool, &ds, name, &co, &cs);
+	int r = capture_snapshot(fuzz_pool, &ds, name, &co, &cs);
 	if (getenv("FUZZ_ARCHIVE_VERBOSE"))
 		fprintf(stderr, "%s: %s\n", name, r < 0 ? ferry_errmsg(r) : "captured");
 	ferry_err_clear();
 	snprintf(full, sizeof full, "fz/a@%s", name);
 	if (store_snap_lookup(fuzz_pool, full, &s) == 0) {
 		memset(&ro, 0, sizeof ro);
-		r = store_restore(fuzz_pool, &s, outdir, &ro, &rs);
+		r = restore_snapshot(fuzz_pool, &s, outdir, &ro, &rs);
 		if (getenv("FUZZ_ARCHIVE_VERBOSE"))
 			fprintf(stderr, "%s: %s\n", full, r < 0 ? ferry_errmsg(r) : "restored");
 		ferry_err_clear();

@@ -12,6 +12,8 @@
 #include <cmocka.h>
 
 #include "store/store.h"
+#include "capture/capture.h"
+#include "restore/restore.h"
 
 static void test_names(void **state)
 {
@@ -188,8 +190,8 @@ static void test_bookmarks(void **state)
 	struct store_ds ds, bds;
 	struct store_snap sn;
 	struct store_bookmark b, b2;
-	struct store_capture_opts o;
-	struct store_capture_stats st;
+	struct capture_opts o;
+	struct capture_stats st;
 	struct store_propval v;
 	snprintf(tmpdir, sizeof tmpdir, "/tmp/ferry-unit.XXXXXX");
 	assert_non_null(mkdtemp(tmpdir));
@@ -211,7 +213,7 @@ static void test_bookmarks(void **state)
 	memset(&o, 0, sizeof o);
 	o.from = src;
 	o.threads = 1;
-	assert_int_equal(store_capture(p, &ds, "s1", &o, &st), 0);
+	assert_int_equal(capture_snapshot(p, &ds, "s1", &o, &st), 0);
 	assert_int_equal(store_snap_lookup(p, "tank/a@s1", &sn), 0);
 
 	assert_int_equal(store_bookmark_create(p, "tank/a@s1", "tank/a#m"), 0);

@@ -1,4 +1,4 @@
-/* store/capture.c — capturing a directory tree or a volume image into a
+/* capture/capture.c — capturing a directory tree or a volume image into a
  * snapshot.
  *
  * The main thread walks the tree (openat/O_NOFOLLOW, one filesystem) and
@@ -120,8 +120,8 @@ struct cap {
 	struct dirstack dirs;
 	struct store_pool *p;
 	const struct store_ds *ds;
-	const struct store_capture_opts *o;
-	struct store_capture_stats *st;
+	const struct capture_opts *o;
+	struct capture_stats *st;
 	struct store_writer *w;
 	struct store_reader *rd;
 	struct codec_spec policy;
@@ -160,7 +160,7 @@ static int job_fn(void *jv, void *ctx)
 			}
 		}
 		/* (a record hashed for the comparison is not hashed again) */
-		int r = pack_prepare_record(c->policy, j->data + it->off, it->len, hashed ? h : NULL,
+		int r = store_block_prepare_record(c->policy, j->data + it->off, it->len, hashed ? h : NULL,
 					    j->scratch + it->off, it->len, &it->blk);
 		if (r < 0)
 			return r;
@@ -1429,10 +1429,6 @@ out:
 	return r;
 }
 
-int capture_archive(struct store_pool *p, struct store_writer *w, struct store_capture_stats *st,
-		    const char *from, struct codec_spec policy, uint32_t rs, unsigned threads,
-		    void (*warnfn)(void *, const char *, const char *), void *arg,
-		    uint8_t root[FERRY_HASH_LEN]);
 
 static int is_archive_name(const char *s)
 {
@@ -1447,8 +1443,8 @@ static int is_archive_name(const char *s)
 	return 0;
 }
 
-int store_capture(struct store_pool *p, const struct store_ds *ds, const char *name,
-		  const struct store_capture_opts *o, struct store_capture_stats *st)
+int capture_snapshot(struct store_pool *p, const struct store_ds *ds, const char *name,
+		  const struct capture_opts *o, struct capture_stats *st)
 {
 	struct cap c;
 	struct store_propval v;

@@ -1,4 +1,4 @@
-/* store/capture_archive.c — capturing a tar/zip/cpio archive's tree through
+/* capture/archive.c — capturing a tar/zip/cpio archive's tree through
  * libarchive (the only capture file that knows libarchive).
  *
  * Members arrive in archive order, directories maybe after their contents
@@ -21,11 +21,6 @@
 
 #include "internal.h"
 
-int capture_archive(struct store_pool *p, struct store_writer *w, struct store_capture_stats *st,
-		    const char *from, struct codec_spec policy, uint32_t rs, unsigned threads,
-		    void (*warnfn)(void *, const char *, const char *), void *arg,
-		    uint8_t root[FERRY_HASH_LEN]);
-
 struct anode {
 	char *name;            /* "" for the root */
 	struct anode *parent;  /* NULL for the root */
@@ -40,7 +35,7 @@ struct anode {
 
 struct actx {
 	struct store_writer *w;
-	struct store_capture_stats *st;
+	struct capture_stats *st;
 	struct codec_spec policy;
 	uint32_t rs;
 	void (*warn)(void *, const char *, const char *);
@@ -281,7 +276,7 @@ static int put_record(struct actx *c, struct node_bl_builder *bl, size_t len)
 	struct store_block b;
 	struct node_extent x;
 	int r;
-	if ((r = pack_prepare_record(c->policy, c->rec, len, NULL, c->scratch, c->rs, &b)) < 0 ||
+	if ((r = store_block_prepare_record(c->policy, c->rec, len, NULL, c->scratch, c->rs, &b)) < 0 ||
 	    (r = store_writer_put(c->w, &b, NULL)) < 0)
 		return r;
 	memset(&x, 0, sizeof x);
@@ -543,7 +538,7 @@ static int name_buf(char **buf, size_t *cap, const char *name)
 	return 0;
 }
 
-int capture_archive(struct store_pool *p, struct store_writer *w, struct store_capture_stats *st,
+int capture_archive(struct store_pool *p, struct store_writer *w, struct capture_stats *st,
 		    const char *from, struct codec_spec policy, uint32_t rs, unsigned threads,
 		    void (*warnfn)(void *, const char *, const char *), void *arg,
 		    uint8_t root[FERRY_HASH_LEN])

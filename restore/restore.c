@@ -1,11 +1,11 @@
-/* store/restore.c — rebuilding a snapshot's tree (or volume image) on disk.
+/* restore/restore.c — rebuilding a snapshot's tree (or volume image) on disk.
  *
  * Every name comes from a node the decoder checked (no '/', NUL, "." or
  * ".."), and every file is created with openat/mkdirat/symlinkat relative to
  * a directory fd this restore opened with O_NOFOLLOW, so nothing is written
  * outside the target whatever the snapshot holds. Directory attributes
  * (mode, mtime) are set after their children; owners only when running as
- * root (and not told otherwise: the STORE_RESTORE_NO_* options shape what
+ * root (and not told otherwise: the RESTORE_NO_* options shape what
  * an untrusted snapshot can make); holes and all-zero blocks are skipped so
  * sparse files stay sparse. */
 #include <dirent.h>
@@ -24,9 +24,6 @@
 
 #include "internal.h"
 
-int restore_archive(struct store_pool *p, struct store_reader *rd, const struct node_entry *root,
-		    int kind, const struct store_restore_opts *o, struct store_restore_stats *st);
-
 struct rlink {
 	uint64_t id;
 	char *path;
@@ -40,8 +37,8 @@ struct rst {
 	struct rjob *free_jobs;
 	struct store_pool *p;
 	struct store_reader *rd;
-	const struct store_restore_opts *o;
-	struct store_restore_stats *st;
+	const struct restore_opts *o;
+	struct restore_stats *st;
 	int owners;
 	/* what this restore creates gets euid/egid by itself: no --force (every
 	 * entry is new, in directories made here, which get their own modes only
@@ -187,9 +184,9 @@ static void note(struct rst *r, struct jwarn *jw, const char *what, int e)
 static mode_t mode_of(const struct rst *r, const struct node_entry *e)
 {
 	mode_t m = e->mode;
-	if (r->o->untrusted & STORE_RESTORE_NO_SETUID)
+	if (r->o->untrusted & RESTORE_NO_SETUID)
 		m &= ~(mode_t)(S_ISUID | S_ISGID);
-	if (r->o->untrusted & STORE_RESTORE_NO_SAME_PERMISSIONS)
+	if (r->o->untrusted & RESTORE_NO_SAME_PERMISSIONS)
 		m &= ~(r->o->umask & 0777);
 	return m;
 }
@@ -206,7 +203,7 @@ static void set_xattrs(struct rst *r, struct jwarn *jw, int fd, int dirfd, const
 		memcpy(nm, x->name, x->name_len);
 		nm[x->name_len] = 0;
 		/* file capabilities give privileges as setuid does */
-		if ((r->o->untrusted & STORE_RESTORE_NO_SETUID) && !strcmp(nm, "security.capability"))
+		if ((r->o->untrusted & RESTORE_NO_SETUID) && !strcmp(nm, "security.capability"))
 			continue;
 		int rc = fd >= 0 ? fsetxattr(fd, nm, x->value, x->value_len, 0)
 				 : lsetxattr(pp, nm, x->value, x->value_len, 0);
@@ -796,7 +793,7 @@ static int restore_entry(struct rst *r, int dirfd, const struct node_entry *e, i
 	}
 	default: {
 		mode_t t = e->ftype == NODE_F_FIFO ? S_IFIFO : e->ftype == NODE_F_CHR ? S_IFCHR : S_IFBLK;
-		if ((r->o->untrusted & STORE_RESTORE_NO_DEVICES) && t != S_IFIFO) {
+		if ((r->o->untrusted & RESTORE_NO_DEVICES) && t != S_IFIFO) {
 			rwarn_msg(r, "device node not restored (--no-devices)");
 			return 0;
 		}
@@ -1011,8 +1008,8 @@ static int restore_volume(struct rst *r, const char *path, const struct node_ent
 	return rc;
 }
 
-int store_restore(struct store_pool *p, const struct store_snap *s, const char *dir,
-		  const struct store_restore_opts *o, struct store_restore_stats *st)
+int restore_snapshot(struct store_pool *p, const struct store_snap *s, const char *dir,
+		  const struct restore_opts *o, struct restore_stats *st)
 {
 	struct rst r;
 	struct fbuf rb;
@@ -1026,7 +1023,7 @@ int store_restore(struct store_pool *p, const struct store_snap *s, const char *
 	r.st = st;
 	r.rootfd = -1;
 	/* --no-same-owner: as root too, what is restored is root's */
-	r.owners = geteuid() == 0 && !(o->untrusted & STORE_RESTORE_NO_SAME_OWNER);
+	r.owners = geteuid() == 0 && !(o->untrusted & RESTORE_NO_SAME_OWNER);
 	fbuf_init(&r.path, (size_t)1 << 24);
 	dirstack_init(&r.dirs, RESTORE_OPEN_DIRS, 1);
 	r.dirs.before_close = drain_cb;

@@ -1,4 +1,4 @@
-/* store/restore_archive.c — writing a snapshot as a tar, pax or zip archive
+/* restore/archive.c — writing a snapshot as a tar, pax or zip archive
  * through libarchive (the only restore file that knows libarchive). Member
  * names are the snapshot's relative paths; hardlinks stay hardlinks; a
  * file's holes are left out of tar and pax archives (a GNU sparse 1.0 map,
@@ -14,14 +14,11 @@
 
 #include "internal.h"
 
-int restore_archive(struct store_pool *p, struct store_reader *rd, const struct node_entry *root,
-		    int kind, const struct store_restore_opts *o, struct store_restore_stats *st);
-
 struct ar {
 	struct archive *a;
 	struct store_reader *rd;
-	const struct store_restore_opts *o;
-	struct store_restore_stats *st;
+	const struct restore_opts *o;
+	struct restore_stats *st;
 	struct fbuf path;
 	uint8_t *buf;
 	size_t bufcap;
@@ -182,7 +179,7 @@ static int path_err(const struct ar *w, int rc)
 static int emit_entry(struct ar *w, const struct node_entry *e, int s)
 {
 	unsigned ut = w->o->untrusted;
-	if ((ut & STORE_RESTORE_NO_DEVICES) && (e->ftype == NODE_F_CHR || e->ftype == NODE_F_BLK)) {
+	if ((ut & RESTORE_NO_DEVICES) && (e->ftype == NODE_F_CHR || e->ftype == NODE_F_BLK)) {
 		ar_warn(w, "device node not restored (--no-devices)");
 		return 0;
 	}
@@ -199,15 +196,15 @@ static int emit_entry(struct ar *w, const struct node_entry *e, int s)
 	archive_entry_copy_pathname(ae, (const char *)w->path.data);
 	/* --no-setuid, --no-same-owner: the entries an extractor gets are
 	 * those a tree restore would make */
-	archive_entry_set_perm(ae, (ut & STORE_RESTORE_NO_SETUID) ? e->mode & ~(S_ISUID | S_ISGID)
+	archive_entry_set_perm(ae, (ut & RESTORE_NO_SETUID) ? e->mode & ~(S_ISUID | S_ISGID)
 								    : e->mode);
-	archive_entry_set_uid(ae, (ut & STORE_RESTORE_NO_SAME_OWNER) ? geteuid() : e->uid);
-	archive_entry_set_gid(ae, (ut & STORE_RESTORE_NO_SAME_OWNER) ? getegid() : e->gid);
+	archive_entry_set_uid(ae, (ut & RESTORE_NO_SAME_OWNER) ? geteuid() : e->uid);
+	archive_entry_set_gid(ae, (ut & RESTORE_NO_SAME_OWNER) ? getegid() : e->gid);
 	archive_entry_set_mtime(ae, (time_t)e->mtime_sec, (long)e->mtime_nsec);
 	for (size_t i = 0; i < e->nxattr; i++) {
 		memcpy(xn, e->xattrs[i].name, e->xattrs[i].name_len);
 		xn[e->xattrs[i].name_len] = 0;
-		if ((ut & STORE_RESTORE_NO_SETUID) && !strcmp(xn, "security.capability"))
+		if ((ut & RESTORE_NO_SETUID) && !strcmp(xn, "security.capability"))
 			continue;
 		archive_entry_xattr_add_entry(ae, xn, e->xattrs[i].value, e->xattrs[i].value_len);
 	}
@@ -344,7 +341,7 @@ out:
 }
 
 int restore_archive(struct store_pool *p, struct store_reader *rd, const struct node_entry *root,
-		    int kind, const struct store_restore_opts *o, struct store_restore_stats *st)
+		    int kind, const struct restore_opts *o, struct restore_stats *st)
 {
 	struct ar w;
 	int r = 0;
