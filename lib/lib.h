@@ -302,5 +302,77 @@ int dirstack_open_parent(struct dirstack *s) FERRY_WUR;
 /* Closes the top level's fd and drops the level. */
 void dirstack_pop(struct dirstack *s);
 
+/* ---- the ordered pipeline (pipeline.c) ------------------------------------
+ * The one way ferry spreads work over cores (capture, restore, recv, send
+ * and the pack flusher use it; nothing else starts a thread). The caller
+ * takes a job slot, fills it and submits it; workers run it; the caller's
+ * thread gets every job back in submission order (ops.done), so what must
+ * happen in order (blocks into a pack, WRITEs into a stream, a file's
+ * attributes after its data) happens there while the work itself runs
+ * anywhere.
+ *
+ * Memory: the pipeline owns slots job slots of job_size bytes (zeroed when
+ * created). A slot is reused once its job is collected, and keeps what the
+ * caller left in it (buffers it grew; ops.release frees them at the end),
+ * so memory in flight is bounded by slots jobs, whatever the input.
+ * Taking a slot when all are in flight first collects the oldest job:
+ * that is the back-pressure, the same for every user.
+ *
+ * Errors: a job's run that fails, or an ops.done that fails, is the first
+ * error. It cancels the rest at once: jobs not started are never run,
+ * running ones are waited for, and every one goes to ops.cancel in order
+ * before the call that found the error returns. So when any pipeline call
+ * returns an error, no job is running or queued: a resource the jobs use
+ * (an fd, a buffer) may go. The error (code and detail text) is kept:
+ * every later call returns it again, so no caller can go on past a lost
+ * job by mistake.
+ *
+ * Callbacks (ctx is pipeline_new's): run(job) on a worker thread, or on
+ * the caller's with no worker; it may not touch what the caller's thread
+ * owns unless the job says so. It returns 0 or a negative FERR_*, with a
+ * detail that travels to the caller's thread. done(job, result) on the
+ * caller's thread, in submission order, for every job collected before the
+ * first error and for the one that failed (result < 0: done may add context
+ * and return its own error; the pipeline fails whatever it returns). It
+ * returns 0 or a negative FERR_* that fails the pipeline. cancel(job)
+ * (may be NULL) instead of done for a job dropped by an error or
+ * pipeline_cancel, run or not: it gives back what the job holds (closes
+ * its fd). release(job) (may be NULL) once per slot ever handed out, at
+ * pipeline_free. No callback may call the pipeline. Not thread-safe: one
+ * caller thread. */
+struct pipeline;
+struct pipeline_ops {
+	int (*run)(void *job, void *ctx);
+	int (*done)(void *job, int result, void *ctx);
+	void (*cancel)(void *job, void *ctx);
+	void (*release)(void *job, void *ctx);
+};
+/* How many workers to start: asked, or one per online CPU when asked is 0
+ * (the one place this rule lives). */
+unsigned pipeline_threads(unsigned asked);
+/* threads workers (0: none, every job runs inside pipeline_submit on the
+ * caller's thread), slots >= 1 jobs of job_size bytes. ops is copied. */
+int pipeline_new(struct pipeline **out, unsigned threads, unsigned slots, size_t job_size,
+		 const struct pipeline_ops *ops, void *ctx) FERRY_WUR;
+/* The next free slot in *job (borrowed until it is submitted), collecting
+ * the oldest job first when every slot is in flight. Until it is
+ * submitted, another call gives the same slot. */
+int pipeline_job(struct pipeline *pl, void **job) FERRY_WUR;
+/* Queues job, the slot pipeline_job gave. From here on the job is the
+ * pipeline's: it reaches done or cancel whatever this returns (after an
+ * earlier error, cancel at once). */
+int pipeline_submit(struct pipeline *pl, void *job) FERRY_WUR;
+/* Collects every job in flight, in order: 0, or the first error. */
+int pipeline_drain(struct pipeline *pl) FERRY_WUR;
+/* Drops every job in flight (ops.cancel for each); a kept error stays.
+ * NULL is a no-op. */
+void pipeline_cancel(struct pipeline *pl);
+/* Jobs submitted and not yet collected. */
+unsigned pipeline_pending(const struct pipeline *pl);
+unsigned pipeline_nthreads(const struct pipeline *pl);
+/* Cancels what is in flight, stops the workers, releases every slot and
+ * frees the pipeline. NULL is a no-op. */
+void pipeline_free(struct pipeline *pl);
+
 #include "banned.h"
 #endif
