@@ -56,7 +56,6 @@ struct job {
 	size_t cap, used;
 	struct item items[JOB_ITEMS];
 	unsigned n;
-	struct job *next;
 };
 
 /* A regular file whose blocklist is being built. */
@@ -127,9 +126,8 @@ struct cap {
 	struct codec_spec policy;
 	uint32_t rs;
 	dev_t dev;
-	struct workq *q;
-	struct job *free_jobs;
-	struct job *cur;      /* being filled by the main thread */
+	struct pipeline *pl;
+	struct job *cur;      /* a slot being filled by the main thread */
 	size_t jobcap;
 	struct link *links;
 	size_t nlinks, caplinks;
@@ -138,7 +136,7 @@ struct cap {
 	int partial;
 };
 
-static int job_fn(void *jv, void *ctx)
+static int job_run(void *jv, void *ctx)
 {
 	struct job *j = jv;
 	struct cap *c = ctx;
@@ -221,18 +219,18 @@ static void progress(struct cap *c, int force)
 
 /* ---- the job pipeline ------------------------------------------------------------ */
 
+/* The next job slot, its buffers made the first time it is used. */
 static int job_get(struct cap *c, struct job **out)
 {
-	struct job *j = c->free_jobs;
-	if (j) {
-		c->free_jobs = j->next;
-	} else {
-		j = calloc(1, sizeof *j);
-		if (!j || !(j->data = malloc(c->jobcap)) || !(j->scratch = malloc(c->jobcap))) {
-			if (j) {
-				free(j->data);
-				free(j);
-			}
+	void *jv;
+	int r;
+	if ((r = pipeline_job(c->pl, &jv)) < 0)
+		return r;
+	struct job *j = jv;
+	if (!j->data) {
+		if (!(j->data = malloc(c->jobcap)) || !(j->scratch = malloc(c->jobcap))) {
+			free(j->data);
+			j->data = NULL;
 			return ferry_err(FERR_NOMEM, "capture buffers");
 		}
 		j->cap = c->jobcap;
@@ -243,11 +241,14 @@ static int job_get(struct cap *c, struct job **out)
 	return 0;
 }
 
-static void job_put(struct cap *c, struct job *j)
+static void job_release(void *jv, void *ctx)
 {
-	j->next = c->free_jobs;
-	c->free_jobs = j;
+	struct job *j = jv;
+	free(j->data);
+	free(j->scratch);
 }
+
+static int dir_finish(struct cap *c, struct cdir *d);
 
 static int finish_file(struct cap *c, struct cfile *f)
 {
@@ -266,18 +267,16 @@ static int finish_file(struct cap *c, struct cfile *f)
 
 static int dir_finish(struct cap *c, struct cdir *d);
 
-static int collect_one(struct cap *c)
+/* A job back from the workers, in order: its blocks go to the writer and
+ * into their files' blocklists; a file's or a directory's node is built
+ * once everything before it is. */
+static int job_done(void *jv, int res, void *ctx)
 {
-	void *jv;
-	int res, r, stored = 0;
-	r = workq_collect(c->q, &jv, &res);
-	if (r <= 0)
-		return r;
 	struct job *j = jv;
-	if (res < 0) {
-		job_put(c, j);
+	struct cap *c = ctx;
+	int r = 0, stored = 0;
+	if (res < 0)
 		return res;
-	}
 	for (unsigned i = 0; i < j->n && r >= 0; i++) {
 		struct item *it = &j->items[i];
 		struct node_extent x;
@@ -314,32 +313,19 @@ static int collect_one(struct cap *c)
 			r = finish_file(c, it->f);
 		}
 	}
-	job_put(c, j);
-	return r < 0 ? r : 1;
-}
-
-static int submit(struct cap *c, struct job *j)
-{
-	int r;
-	while ((r = workq_submit(c->q, j)) == -FERR_BUSY) {
-		ferry_err_clear();
-		if ((r = collect_one(c)) < 0)
-			return r;
-	}
 	return r;
 }
+
+static const struct pipeline_ops job_ops = {job_run, job_done, NULL, job_release};
 
 /* Hands the job being filled to the pool. */
 static int flush_cur(struct cap *c)
 {
 	struct job *j = c->cur;
-	int r;
 	if (!j || !j->n)
 		return 0;
 	c->cur = NULL;
-	if ((r = submit(c, j)) < 0)
-		job_put(c, j);
-	return r;
+	return pipeline_submit(c->pl, j);
 }
 
 /* The job to add an item with need data bytes to. */
@@ -355,14 +341,13 @@ static int cur_job(struct cap *c, size_t need, struct job **out)
 	return 0;
 }
 
+/* Every job done: what was queued is in the blocklists and nodes. */
 static int drain(struct cap *c)
 {
 	int r;
 	if ((r = flush_cur(c)) < 0)
 		return r;
-	while ((r = collect_one(c)) > 0)
-		;
-	return r;
+	return pipeline_drain(c->pl);
 }
 
 static int submit_simple(struct cap *c, struct cfile *f, int kind, uint64_t hole)
@@ -384,9 +369,11 @@ static int submit_simple(struct cap *c, struct cfile *f, int kind, uint64_t hole
  * shrank while being read). dense says the file has as many blocks allocated
  * as its size needs, so it has no hole worth looking for: SEEK_DATA and
  * SEEK_HOLE are skipped (reading a hole gives zeros, and an all-zero record
- * becomes a hole anyway, so the snapshot holds the same data). */
+ * becomes a hole anyway, so the snapshot holds the same data). *src_err
+ * is set when the error is the source's (a read that failed), not the
+ * pool's or the pipeline's. */
 static int read_data(struct cap *c, int fd, uint64_t size, int dense, struct cfile *f,
-		     uint64_t *got)
+		     uint64_t *got, int *src_err)
 {
 	uint64_t off = 0, data_end = 0;
 	int seekable = !dense, r;
@@ -420,8 +407,10 @@ static int read_data(struct cap *c, int fd, uint64_t size, int dense, struct cfi
 		size_t want = size - off < c->rs ? (size_t)(size - off) : c->rs, n = 0;
 		if ((r = cur_job(c, want, &j)) < 0)
 			return r;
-		if ((r = io_pread_full(fd, j->data + j->used, want, (off_t)off, &n)) < 0)
+		if ((r = io_pread_full(fd, j->data + j->used, want, (off_t)off, &n)) < 0) {
+			*src_err = 1;
 			return r;
+		}
 		if (n == 0)
 			break;
 		struct item *it = &j->items[j->n++];
@@ -834,9 +823,13 @@ static int capture_file(struct cap *c, int dirfd, const char *name, const struct
 		goto out;
 	uint64_t got = 0;
 	int dense = sb.st_blocks >= 0 && (uint64_t)sb.st_blocks * 512 >= (uint64_t)sb.st_size;
-	if ((r = read_data(c, fd, (uint64_t)sb.st_size, dense, f, &got)) < 0) {
-		if (r == -FERR_IO) {
-			/* a read error mid-file: keep what the snapshot had, or skip */
+	int src_err = 0;
+	if ((r = read_data(c, fd, (uint64_t)sb.st_size, dense, f, &got, &src_err)) < 0) {
+		if (src_err && r == -FERR_IO) {
+			/* a read error mid-file: the file is skipped, once the
+			 * jobs that hold its records are done (a failure of
+			 * the pool's, or of a job, is not the file's: it fails
+			 * the capture) */
 			char msg[300];
 			snprintf(msg, sizeof msg, "read error: %s; skipped", ferry_errmsg(r));
 			ferry_err_clear();
@@ -1401,7 +1394,8 @@ static int capture_volume(struct cap *c, const char *from, uint8_t *root)
 		if (r < 0)
 			goto out;
 	}
-	if ((r = read_data(c, fd, size, 0, &f, &got)) < 0 ||
+	int src_err = 0;
+	if ((r = read_data(c, fd, size, 0, &f, &got, &src_err)) < 0 ||
 	    (r = submit_simple(c, &f, JOB_END, 0)) < 0 || (r = drain(c)) < 0)
 		goto out;
 	if (got != size) {
@@ -1507,7 +1501,9 @@ int capture_snapshot(struct store_pool *p, const struct store_ds *ds, const char
 			inflight = 8;
 		if (inflight > 64)
 			inflight = 64;
-		if ((r = workq_new(&c.q, o->threads, inflight, job_fn, &c)) < 0)
+		/* one slot more than in flight: the one the walk is filling */
+		if ((r = pipeline_new(&c.pl, pipeline_threads(o->threads), inflight + 1,
+				      sizeof(struct job), &job_ops, &c)) < 0)
 			goto out;
 		if (ds->type == STORE_DS_VOLUME)
 			r = capture_volume(&c, from, root);
@@ -1525,29 +1521,14 @@ int capture_snapshot(struct store_pool *p, const struct store_ds *ds, const char
 		r = ferry_err(FERR_PARTIAL, "snapshot '%s' is missing %llu unreadable entries", full,
 			      (unsigned long long)st->unreadable);
 out:
-	if (c.q) {
-		/* on an error path: take back what the pool still holds */
-		void *jv;
-		int res;
-		while (workq_collect(c.q, &jv, &res) > 0)
-			job_put(&c, jv);
-	}
-	workq_free(c.q);
-	if (c.cur)
-		job_put(&c, c.cur);
+	/* the jobs still in flight use the files' and directories' memory */
+	pipeline_free(c.pl);
 	while (c.pending)
 		cdir_free(&c, c.pending);
 	for (size_t i = 0; i < c.nframes; i++)
 		frame_release(&c.frames[i]);
 	free(c.frames);
 	dirstack_release(&c.dirs);
-	while (c.free_jobs) {
-		struct job *j = c.free_jobs;
-		c.free_jobs = j->next;
-		free(j->data);
-		free(j->scratch);
-		free(j);
-	}
 	free(c.links);
 	store_reader_free(c.rd);
 	store_writer_free(c.w);
