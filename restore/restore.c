@@ -33,8 +33,7 @@ struct rjob;
 struct rframe;
 
 struct rst {
-	struct workq *q;
-	struct rjob *free_jobs;
+	struct pipeline *pl;
 	struct store_pool *p;
 	struct store_reader *rd;
 	const struct restore_opts *o;
@@ -341,7 +340,6 @@ struct rjob {
 	const char *fpath;      /* RJ_DATA: its file's, owned by that file's RJ_END job,
 				 * which is collected after it */
 	struct jwarn jw;
-	struct rjob *next;
 };
 
 static int rjob_data(struct rjob *j);
@@ -353,14 +351,13 @@ static int rjob_small(struct rst *rs, struct rjob *j)
 	if (j->fd < 0)
 		return ferry_err_errno(errno, "restoring '%s': cannot create file", j->path);
 	j->bytes = 0;
-	if (j->has_data && (r = rjob_data(j)) < 0) {
-		/* rjob_data named the file */
-	} else if (j->bytes != j->e.size && ftruncate(j->fd, (off_t)j->e.size) != 0) {
-		/* (a new file whose one block was written whole has its size) */
+	if (j->has_data)
+		r = rjob_data(j); /* an error names the file */
+	/* (a new file whose one block was written whole has its size) */
+	if (r == 0 && j->bytes != j->e.size && ftruncate(j->fd, (off_t)j->e.size) != 0)
 		r = ferry_err_errno(errno, "restoring '%s': cannot set its size", j->path);
-	} else {
+	if (r == 0)
 		set_attrs_jw(rs, &j->jw, j->fd, &j->e, 1);
-	}
 	close(j->fd);
 	j->fd = -1;
 	return r;
@@ -413,86 +410,78 @@ static int rjob_data(struct rjob *j)
 	return 0;
 }
 
+/* The next job slot, its payload buffer set up the first time. */
 static int rjob_get(struct rst *r, struct rjob **out)
 {
-	struct rjob *j = r->free_jobs;
-	if (j) {
-		r->free_jobs = j->next;
-	} else {
-		if (!(j = calloc(1, sizeof *j)))
-			return ferry_err(FERR_NOMEM, "restoring");
+	void *jv;
+	int rc;
+	if ((rc = pipeline_job(r->pl, &jv)) < 0)
+		return rc;
+	struct rjob *j = jv;
+	if (!j->payload.max)
 		fbuf_init(&j->payload, STORE_BLOCK_MAX);
-	}
 	j->has_data = 0;
 	memset(&j->jw, 0, sizeof j->jw);
-	free(j->path);
+	free(j->path); /* the slot's previous file's, collected by now */
 	j->path = NULL;
 	*out = j;
 	return 0;
 }
 
-static void rjob_put(struct rst *r, struct rjob *j)
+static void rjob_release(void *jv, void *ctx)
 {
-	j->next = r->free_jobs;
-	r->free_jobs = j;
+	struct rjob *j = jv;
+	fbuf_release(&j->payload);
+	free(j->out);
+	free(j->path);
 }
 
 static void set_attrs_fd(struct rst *r, int fd, const struct node_entry *e, int fresh);
 
-static int rcollect(struct rst *r)
+/* A job back, in order: a file's data counted, a worker's warning reported
+ * under the file's path (r->path is the walk's, elsewhere by now); a
+ * file's END (after all its data) sets its size and attributes and closes
+ * it. */
+static int rjob_done(void *jv, int res, void *ctx)
 {
-	void *jv;
-	int res, rc = workq_collect(r->q, &jv, &res);
-	if (rc <= 0)
-		return rc;
+	struct rst *r = ctx;
 	struct rjob *j = jv;
-	rc = res;
-	if (rc < 0 && (j->kind == RJ_DATA || j->kind == RJ_SMALL))
-		r->err_named = 1; /* rjob_err named the file */
+	int rc = res;
 	if (j->kind == RJ_DATA || j->kind == RJ_SMALL) {
+		if (rc < 0)
+			r->err_named = 1; /* rjob_err named the file */
 		r->st->bytes += j->bytes;
 		if (j->jw.n) {
-			/* report the worker's first warning under the file's path
-			 * (r->path is the walk's, elsewhere by now) */
 			rwarn_path(r, j->kind == RJ_DATA ? j->fpath : j->path, j->jw.what, j->jw.err);
 			r->st->warnings += j->jw.n - 1;
 		}
-	} else {
-		if (rc == 0 && ftruncate(j->fd, (off_t)j->e.size) != 0)
-			rc = ferry_err_errno(errno, "cannot set the size of a restored file");
-		if (rc == 0)
-			set_attrs_fd(r, j->fd, &j->e, 1);
-		close(j->fd);
+		return rc;
 	}
-	rjob_put(r, j);
-	return rc < 0 ? rc : 1;
-}
-
-static int rsubmit(struct rst *r, struct rjob *j)
-{
-	int rc;
-	while ((rc = workq_submit(r->q, j)) == -FERR_BUSY) {
-		ferry_err_clear();
-		if ((rc = rcollect(r)) < 0)
-			return rc;
-	}
+	if (ftruncate(j->fd, (off_t)j->e.size) != 0)
+		rc = ferry_err_errno(errno, "cannot set the size of a restored file");
+	if (rc == 0)
+		set_attrs_fd(r, j->fd, &j->e, 1);
+	close(j->fd);
 	return rc;
 }
 
-/* Collects every job still queued, whatever their results: only then may
- * an fd they use be closed (a write to a closed fd fails, one to a reused
- * fd number lands in another file). Returns the first error, with its
- * message. */
+/* A job dropped after a failure: a file's END still closes it (its data
+ * jobs, before it, are collected already). */
+static void rjob_cancel(void *jv, void *ctx)
+{
+	struct rjob *j = jv;
+	if (j->kind == RJ_END)
+		close(j->fd);
+}
+
+static const struct pipeline_ops rjob_ops = {rjob_fn, rjob_done, rjob_cancel, rjob_release};
+
+/* Collects every job still queued: only then may an fd they use be closed
+ * (a write to a closed fd fails, one to a reused fd number lands in
+ * another file). Returns the first error, with its message. */
 static int rdrain(struct rst *r)
 {
-	char msg[1024];
-	int rc, first = 0;
-	while ((rc = rcollect(r)) != 0)
-		if (rc < 0 && !first) {
-			first = rc;
-			snprintf(msg, sizeof msg, "%s", ferry_errmsg(rc));
-		}
-	return first ? ferry_err(-first, "%s", msg) : 0;
+	return pipeline_drain(r->pl);
 }
 
 struct pctx {
@@ -517,10 +506,8 @@ static int queue_extent(void *arg, const struct node_extent *x, uint64_t off)
 	if (rc == 0 && ls != x->len)
 		rc = ferry_err(FERR_CORRUPT, "block is %u bytes, expected %llu", ls,
 			       (unsigned long long)x->len);
-	if (rc < 0) {
-		rjob_put(r, j);
-		return rc;
-	}
+	if (rc < 0)
+		return rc; /* the slot, not submitted, is handed out again */
 	store_reader_last_loc(r->rd, &j->loc);
 	j->kind = RJ_DATA;
 	j->fpath = pc->path;
@@ -528,54 +515,51 @@ static int queue_extent(void *arg, const struct node_extent *x, uint64_t off)
 	j->off = off;
 	j->lsize = ls;
 	memcpy(j->hash, x->hash, FERRY_HASH_LEN);
-	if ((rc = rsubmit(r, j)) < 0)
-		rjob_put(r, j);
+	return pipeline_submit(r->pl, j);
+}
+
+/* Closes fd and frees path, which queued jobs may still use, once none
+ * can: after a failure (rc) to queue the rest of its file. Returns rc,
+ * with its message. */
+static int close_queued(struct rst *r, int fd, char *path, int rc)
+{
+	struct ferry_errsave e;
+	int named = r->err_named;
+	ferry_err_save(&e);
+	(void)rdrain(r); /* rc, the first failure, is the one to report */
+	r->err_named = named;
+	ferry_err_restore(&e);
+	close(fd);
+	free(path);
 	return rc;
 }
 
-/* Closes fd, which queued jobs may still write to, once none can: after a
- * failure to queue the rest of its file. Returns rc. */
-static int close_queued(struct rst *r, int fd, int rc)
-{
-	char msg[1024];
-	snprintf(msg, sizeof msg, "%s", ferry_errmsg(rc));
-	(void)rdrain(r); /* rc, the first failure, is the one to report */
-	close(fd);
-	return ferry_err(-rc, "%s", msg);
-}
-
-/* Queues the data of e into fd; the END job, collected after every data
- * job of the file, closes it (on errors here, fd is closed once no job
- * can use it any more). */
+/* Queues the data of e into fd, then its END job, which (collected after
+ * every data job of the file) closes fd and owns the path they name in
+ * errors; on errors before the END is queued, fd is closed once no job
+ * can use it any more. */
 static int queue_file(struct rst *r, int fd, const struct node_entry *e)
 {
 	struct rjob *j = NULL;
 	int rc;
-	/* the end job first: it owns the path its data jobs name in errors */
+	char *path = malloc(r->path.len + 1);
+	if (!path)
+		return close_queued(r, fd, NULL, ferry_err(FERR_NOMEM, "restoring"));
+	memcpy(path, r->path.data, r->path.len);
+	path[r->path.len] = 0;
+	struct pctx pc = {r, fd, path};
+	if (e->size && e->child_type &&
+	    (rc = node_bl_walk(rd_node, r->rd, e->child_type, e->child, e->size, queue_extent,
+			       &pc)) < 0)
+		return close_queued(r, fd, path, rc);
 	if ((rc = rjob_get(r, &j)) < 0)
-		return close_queued(r, fd, rc);
+		return close_queued(r, fd, path, rc);
 	j->kind = RJ_END;
 	j->fd = fd;
 	j->e = *e;
-	if (!(j->path = malloc(r->path.len + 1))) {
-		rjob_put(r, j);
-		return close_queued(r, fd, ferry_err(FERR_NOMEM, "restoring"));
-	}
-	memcpy(j->path, r->path.data, r->path.len);
-	j->path[r->path.len] = 0;
-	struct pctx pc = {r, fd, j->path};
-	if (e->size && e->child_type &&
-	    (rc = node_bl_walk(rd_node, r->rd, e->child_type, e->child, e->size, queue_extent,
-			       &pc)) < 0) {
-		rjob_put(r, j);
-		return close_queued(r, fd, rc);
-	}
-	if ((rc = rsubmit(r, j)) < 0) {
-		/* not queued: the data jobs before it still write to fd */
-		rjob_put(r, j);
-		return close_queued(r, fd, rc);
-	}
-	return 0;
+	j->path = path;
+	/* the END job's now: done or cancel closes fd, whatever this says */
+	return pipeline_submit(r->pl, j);
 }
 
 struct first_ext {
@@ -616,10 +600,8 @@ static int queue_small(struct rst *r, int dirfd, const char *name, const struct 
 		if (rc == 0 && ls != fe.x.len)
 			rc = ferry_err(FERR_CORRUPT, "block is %u bytes, expected %llu", ls,
 				       (unsigned long long)fe.x.len);
-		if (rc < 0) {
-			rjob_put(r, j);
+		if (rc < 0)
 			return rc;
-		}
 		store_reader_last_loc(r->rd, &j->loc);
 		j->has_data = 1;
 		j->lsize = ls;
@@ -632,13 +614,9 @@ static int queue_small(struct rst *r, int dirfd, const char *name, const struct 
 	j->e = *e;
 	if (fbuf_putc(&r->path, 0) == 0)
 		r->path.len--;
-	if (!(j->path = strdup((const char *)r->path.data))) {
-		rjob_put(r, j);
+	if (!(j->path = strdup((const char *)r->path.data)))
 		return ferry_err(FERR_NOMEM, "restoring");
-	}
-	if ((rc = rsubmit(r, j)) < 0)
-		rjob_put(r, j);
-	return rc;
+	return pipeline_submit(r->pl, j);
 }
 
 /* ---- the tree -------------------------------------------------------------------- */
@@ -1080,7 +1058,9 @@ int restore_snapshot(struct store_pool *p, const struct store_snap *s, const cha
 		r.fresh_owner = !o->force && fstat(r.rootfd, &rsb) == 0 &&
 				!(rsb.st_mode & S_ISGID) && rsb.st_gid == r.egid;
 	}
-	if ((rc = workq_new(&r.q, 0, 32, rjob_fn, &r)) < 0)
+	/* 32 jobs in flight, and the one being filled */
+	if ((rc = pipeline_new(&r.pl, pipeline_threads(0), 33, sizeof(struct rjob), &rjob_ops,
+			       &r)) < 0)
 		goto out;
 	{
 		int wfd = dup(r.rootfd); /* the walk's own: its stack closes it */
@@ -1102,30 +1082,13 @@ int restore_snapshot(struct store_pool *p, const struct store_snap *s, const cha
 		rc = ferry_err(FERR_PARTIAL, "restored with %llu warnings",
 			       (unsigned long long)st->warnings);
 out:
-	if (r.q) {
-		void *jv;
-		int res;
-		while (workq_collect(r.q, &jv, &res) > 0) {
-			struct rjob *j = jv;
-			if (j->kind == RJ_END)
-				close(j->fd);
-			rjob_put(&r, j);
-		}
-		workq_free(r.q);
-	}
+	/* END jobs still in flight close their files */
+	pipeline_free(r.pl);
 	/* no job runs any more: the directories they used may close */
 	for (size_t i = 0; i < r.nframes; i++)
 		node_dir_release(&r.frames[i].d);
 	free(r.frames);
 	dirstack_release(&r.dirs);
-	while (r.free_jobs) {
-		struct rjob *j = r.free_jobs;
-		r.free_jobs = j->next;
-		fbuf_release(&j->payload);
-		free(j->out);
-		free(j->path);
-		free(j);
-	}
 	if (r.rootfd >= 0)
 		close(r.rootfd);
 	for (size_t i = 0; i < r.nlinks; i++)
