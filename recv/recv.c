@@ -68,9 +68,7 @@ struct rcv {
 	struct store_hset *objs;    /* this substream's objects: 'N'/'B' + hash → type/lsize */
 	struct store_hset *seen;    /* walk: reached objects */
 	struct store_hset *dry;     /* -n: objects of earlier substreams */
-	struct workq *q;
-	struct rjob *jobs;
-	unsigned njobs, inflight, next;
+	struct pipeline *pl;        /* the receive rule's workers */
 	struct recv_stats st, tot;
 	uint64_t objs_n, reached, last_seq;
 	uint64_t sub_start;         /* decoder bytes before this substream's BEGIN */
@@ -362,14 +360,12 @@ static int job_run(void *job, void *ctx)
 
 /* ---- ordered commit (main thread) --------------------------------------------------------- */
 
-static int collect_one(struct rcv *r)
+/* A block back from the workers, in stream order: stored, and counted. */
+static int job_done(void *job, int res, void *ctx)
 {
-	void *job;
-	int res, rc, stored = 0;
-	if ((rc = workq_collect(r->q, &job, &res)) <= 0)
-		return rc < 0 ? rc : ferry_err(FERR_INVAL, "no block pending");
-	r->inflight--;
+	struct rcv *r = ctx;
 	struct rjob *j = job;
+	int rc, stored = 0;
 	if (res < 0)
 		return res;
 	if (!r->dryrun && (rc = store_writer_put(r->w, &j->blk, &stored)) < 0)
@@ -392,48 +388,35 @@ static int collect_one(struct rcv *r)
 	return 0;
 }
 
+static void job_release(void *job, void *ctx)
+{
+	struct rjob *j = job;
+	free(j->data);
+	free(j->s1);
+	free(j->s2);
+}
+
+static const struct pipeline_ops job_ops = {job_run, job_done, NULL, job_release};
+
 static int drain(struct rcv *r)
 {
-	int rc;
-	while (r->inflight)
-		if ((rc = collect_one(r)) < 0)
-			return rc;
-	return 0;
+	return pipeline_drain(r->pl);
 }
 
 static int jobs_init(struct rcv *r)
 {
-	unsigned threads = r->o->threads;
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	if (!threads)
-		threads = ncpu > 0 ? (unsigned)ncpu : 1;
-	r->njobs = threads * 4;
-	if (!(r->jobs = calloc(r->njobs, sizeof *r->jobs)))
-		return ferry_err(FERR_NOMEM, "receiving");
+	unsigned threads = pipeline_threads(r->o->threads);
 	/* job buffers grow on demand (submit_write), up to one block's bound */
-	return workq_new(&r->q, threads, r->njobs, job_run, r);
-}
-
-static void jobs_free(struct rcv *r)
-{
-	workq_free(r->q);
-	r->q = NULL;
-	for (unsigned i = 0; r->jobs && i < r->njobs; i++) {
-		free(r->jobs[i].data);
-		free(r->jobs[i].s1);
-		free(r->jobs[i].s2);
-	}
-	free(r->jobs);
-	r->jobs = NULL;
+	return pipeline_new(&r->pl, threads, threads * 4, sizeof(struct rjob), &job_ops, r);
 }
 
 static int submit_write(struct rcv *r, const struct stream_write *w, struct codec_spec c)
 {
+	void *jv;
 	int rc;
-	if (r->inflight == r->njobs && (rc = collect_one(r)) < 0)
+	if ((rc = pipeline_job(r->pl, &jv)) < 0)
 		return rc;
-	struct rjob *j = &r->jobs[r->next];
-	r->next = (r->next + 1) % r->njobs;
+	struct rjob *j = jv;
 	memcpy(j->hash, w->hash, FERRY_HASH_LEN);
 	j->lsize = w->lsize;
 	j->psize = w->psize;
@@ -457,10 +440,7 @@ static int submit_write(struct rcv *r, const struct stream_write *w, struct code
 		j->cap = need;
 	}
 	memcpy(j->data, w->data, w->psize);
-	if ((rc = workq_submit(r->q, j)) < 0)
-		return rc;
-	r->inflight++;
-	return 0;
+	return pipeline_submit(r->pl, j);
 }
 
 /* ---- the walk at END ------------------------------------------------------------------------ */
@@ -1161,16 +1141,8 @@ static int recv_sub(struct rcv *r, const struct stream_begin *b, const struct st
 out:
 	if (rc < 0 && in_body && (r->o->flags & RECV_RESUMABLE) && !r->dryrun)
 		rc = save_partial(r, &s, rc);
-	if (rc < 0 && r->inflight) {
-		/* collect what is still running before the buffers go */
-		while (r->inflight) {
-			void *job;
-			int res;
-			if (workq_collect(r->q, &job, &res) <= 0)
-				break;
-			r->inflight--;
-		}
-	}
+	if (rc < 0)
+		pipeline_cancel(r->pl); /* what is still running, before the buffers go */
 	store_hset_free(r->objs);
 	store_hset_free(r->seen);
 	r->objs = r->seen = NULL;
@@ -1194,10 +1166,10 @@ static int save_partial(struct rcv *r, struct sub *s, int err)
 	struct stream_token t;
 	int rc, tx = 0;
 	snprintf(msg, sizeof msg, "%s", ferry_errmsg(err));
-	/* finish the blocks in flight; a block that fails its own check ends it */
-	while (r->inflight)
-		if (collect_one(r) < 0)
-			return ferry_err(-err, "%s", msg);
+	/* finish the blocks in flight; a block that failed its own check, or
+	 * could not be stored, ends it (nothing after it was kept whole) */
+	if (drain(r) < 0)
+		return ferry_err(-err, "%s", msg);
 	if (!r->last_seq)
 		return ferry_err(-err, "%s", msg);
 	memset(&pt, 0, sizeof pt);
@@ -1651,16 +1623,7 @@ out:
 		r.tx = 0;
 	}
 	begin_copy_free(&bc);
-	if (r.q && r.inflight) {
-		while (r.inflight) {
-			void *job;
-			int res;
-			if (workq_collect(r.q, &job, &res) <= 0)
-				break;
-			r.inflight--;
-		}
-	}
-	jobs_free(&r);
+	pipeline_free(r.pl);
 	store_hset_free(r.objs);
 	store_hset_free(r.seen);
 	store_hset_free(r.dry);
