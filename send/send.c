@@ -38,17 +38,15 @@ struct snd {
 	uint64_t seq, skip;         /* body records so far; resume: not written up to skip */
 	unsigned flags;             /* stream flags */
 	struct codec_spec prefer;   /* the codec asked for a stored copy in */
-	struct fbuf blk, node;
-	uint8_t *lbuf, *sbuf;
-	size_t sbuf_cap;
+	struct fbuf node;
+	uint8_t *lbuf;              /* a logical block */
 	const char *cur;            /* snapshot being sent */
 	const uint8_t *cur_root;    /* its root node, to name the files a damaged block is in */
 	uint64_t last_ns;
-	/* --compress: blocks are recompressed on the worker pool and their
-	 * WRITEs encoded in order as they come back (before any other record) */
-	struct workq *q;
-	struct sjob *jobs;
-	unsigned njobs, next, inflight;
+	/* -c and --compress: stored blocks are checked (and recompressed) on
+	 * the pipeline's workers and their WRITEs encoded in order as they come
+	 * back, before any other record */
+	struct pipeline *pl;
 };
 
 /* One block being recompressed for --compress. */
@@ -209,52 +207,24 @@ static int recompress(struct codec_spec c, const uint8_t *data, size_t len, uint
 		      struct codec_spec to, uint8_t *lbuf, uint8_t *sbuf, size_t sbuf_cap,
 		      struct stream_write *w);
 
-/* The WRITE payload of block hash as o asks: logical, as stored, or
- * recompressed to o->codec. */
+/* The WRITE of logical block hash (a stream without -c): its content,
+ * unless dry running, which reads no data. */
 static int block_payload(struct snd *s, const uint8_t *hash, uint32_t lsize,
 			 struct stream_write *w)
 {
-	struct codec_spec c;
-	uint32_t ls;
 	int r;
 	memcpy(w->hash, hash, FERRY_HASH_LEN);
 	w->lsize = lsize;
-	if (!(s->flags & STREAM_F_COMPRESSED)) {
-		if (!s->enc) {
-			w->codec = CODEC_OFF;
-			w->level = 0;
-			w->psize = lsize;
-			w->data = NULL;
-			return 0;
-		}
-		if ((r = store_block_read(s->rd, hash, s->lbuf, lsize)) < 0)
-			return send_damage(s, hash, r);
-		w->codec = CODEC_OFF;
-		w->level = 0;
-		w->psize = lsize;
-		w->data = s->lbuf;
+	w->codec = CODEC_OFF;
+	w->level = 0;
+	w->psize = lsize;
+	w->data = NULL;
+	if (!s->enc)
 		return 0;
-	}
-	if ((r = store_block_read_stored(s->rd, hash, s->prefer, &c, &ls, &s->blk)) < 0)
+	if ((r = store_block_read(s->rd, hash, s->lbuf, lsize)) < 0)
 		return send_damage(s, hash, r);
-	if (ls != lsize)
-		return ferry_err(FERR_CORRUPT, "block is %u bytes, its blocklist says %u", ls, lsize);
-	/* every block that leaves the pool is checked, as stored too */
-	struct store_block_loc loc;
-	store_reader_last_loc(s->rd, &loc);
-	if ((r = store_block_verify(c, s->blk.data, s->blk.len, lsize, hash, s->lbuf,
-				    STREAM_BLOCK_MAX)) < 0)
-		return send_damage(s, hash, store_block_damage(hash, &loc, r));
-	if (!(s->o->flags & SEND_RECOMPRESS) || stored_as_is(c, s->o->codec)) {
-		w->codec = c.id;
-		w->level = c.level;
-		w->psize = (uint32_t)s->blk.len;
-		w->data = s->blk.data;
-		return 0;
-	}
-	/* --compress: recompress here so the receiver keeps it as it is */
-	return recompress(c, s->blk.data, s->blk.len, lsize, s->o->codec, s->lbuf, s->sbuf,
-			  s->sbuf_cap, w);
+	w->data = s->lbuf;
+	return 0;
 }
 
 /* --compress for one stored block: payload data/len in codec c, lsize
@@ -335,38 +305,51 @@ static int put_write(struct snd *s, const struct stream_write *w)
 	return counted(s, stream_size_write(w->psize));
 }
 
-/* Encodes the oldest block in flight, once it is done. */
-static int pend_collect(struct snd *s)
+/* A block back from the workers, in stream order: its WRITE encoded. */
+static int sjob_done(void *jv, int res, void *ctx)
 {
-	void *jv;
-	int res, r;
-	if ((r = workq_collect(s->q, &jv, &res)) <= 0)
-		return r < 0 ? r : ferry_err(FERR_INVAL, "no block in flight");
-	s->inflight--;
+	struct snd *s = ctx;
 	struct sjob *j = jv;
 	if (res < 0)
 		return send_damage(s, j->hash, res);
 	return put_write(s, &j->w);
 }
 
+static void sjob_release(void *jv, void *ctx)
+{
+	struct sjob *j = jv;
+	fbuf_release(&j->in);
+	free(j->lbuf);
+	free(j->sbuf);
+}
+
+static const struct pipeline_ops sjob_ops = {sjob_fn, sjob_done, NULL, sjob_release};
+
 /* Encodes every block in flight: before any record that follows them. */
 static int pend_drain(struct snd *s)
 {
-	int r;
-	while (s->q && s->inflight)
-		if ((r = pend_collect(s)) < 0)
-			return r;
-	return 0;
+	return s->pl ? pipeline_drain(s->pl) : 0;
 }
 
-/* Reads block hash as stored and hands its recompression to the pool. */
+/* Reads block hash as stored and hands its check (and recompression) to
+ * the pipeline. */
 static int pend_submit(struct snd *s, const uint8_t *hash, uint32_t lsize)
 {
+	void *jv;
 	uint32_t ls;
 	int r;
-	if (s->inflight == s->njobs && (r = pend_collect(s)) < 0)
+	if ((r = pipeline_job(s->pl, &jv)) < 0)
 		return r;
-	struct sjob *j = &s->jobs[s->next];
+	struct sjob *j = jv;
+	if (!j->lbuf) {
+		fbuf_init(&j->in, STORE_BLOCK_MAX + 64);
+		j->sbuf_cap = codec_bound(STREAM_BLOCK_MAX);
+		if (!(j->lbuf = malloc(STREAM_BLOCK_MAX)) || !(j->sbuf = malloc(j->sbuf_cap))) {
+			free(j->lbuf);
+			j->lbuf = NULL;
+			return ferry_err(FERR_NOMEM, "sending");
+		}
+	}
 	if ((r = store_block_read_stored(s->rd, hash, s->prefer, &j->c, &ls, &j->in)) < 0)
 		return send_damage(s, hash, r);
 	store_reader_last_loc(s->rd, &j->loc);
@@ -375,51 +358,19 @@ static int pend_submit(struct snd *s, const uint8_t *hash, uint32_t lsize)
 	memcpy(j->hash, hash, FERRY_HASH_LEN);
 	j->lsize = lsize;
 	j->to = s->o->flags & SEND_RECOMPRESS ? s->o->codec : j->c; /* -c: as stored */
-	if ((r = workq_submit(s->q, j)) < 0)
-		return r;
-	s->next = (s->next + 1) % s->njobs;
-	s->inflight++;
-	return 0;
+	return pipeline_submit(s->pl, j);
 }
 
-/* Starts the pool for -c and --compress, which check (and recompress) the
- * stored blocks on every core (not for a dry run, which reads no data). */
-static int pend_init(struct snd *s)
+/* The pipeline for -c and --compress, which check (and recompress) the
+ * stored blocks on every core; with one core the jobs run inline (a
+ * worker would only add hand-offs). */
+static int pend_init(struct snd *s, unsigned flags)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned threads = ncpu > 0 ? (unsigned)ncpu : 1;
-	if (!(s->o->flags & (SEND_RECOMPRESS | SEND_COMPRESSED)) || !s->enc || threads < 2)
+	unsigned threads = pipeline_threads(0);
+	if (!(flags & (SEND_RECOMPRESS | SEND_COMPRESSED)))
 		return 0;
-	s->njobs = threads * 4;
-	if (!(s->jobs = calloc(s->njobs, sizeof *s->jobs)))
-		return ferry_err(FERR_NOMEM, "sending");
-	for (unsigned i = 0; i < s->njobs; i++) {
-		struct sjob *j = &s->jobs[i];
-		fbuf_init(&j->in, STORE_BLOCK_MAX + 64);
-		j->sbuf_cap = codec_bound(STREAM_BLOCK_MAX);
-		if (!(j->lbuf = malloc(STREAM_BLOCK_MAX)) || !(j->sbuf = malloc(j->sbuf_cap)))
-			return ferry_err(FERR_NOMEM, "sending");
-	}
-	return workq_new(&s->q, threads, s->njobs, sjob_fn, s);
-}
-
-static void pend_free(struct snd *s)
-{
-	if (s->q) {
-		void *jv;
-		int res;
-		while (s->inflight && workq_collect(s->q, &jv, &res) > 0)
-			s->inflight--;
-		workq_free(s->q);
-		s->q = NULL;
-	}
-	for (unsigned i = 0; s->jobs && i < s->njobs; i++) {
-		fbuf_release(&s->jobs[i].in);
-		free(s->jobs[i].lbuf);
-		free(s->jobs[i].sbuf);
-	}
-	free(s->jobs);
-	s->jobs = NULL;
+	return pipeline_new(&s->pl, threads > 1 ? threads : 0, threads * 4, sizeof(struct sjob),
+			    &sjob_ops, s);
 }
 
 static int emit_block(struct snd *s, const uint8_t *hash, uint64_t len)
@@ -446,7 +397,7 @@ static int emit_block(struct snd *s, const uint8_t *hash, uint64_t len)
 			return r;
 		return counted(s, stream_size_byref());
 	}
-	if (s->q && (s->flags & STREAM_F_COMPRESSED))
+	if (s->flags & STREAM_F_COMPRESSED)
 		return pend_submit(s, hash, (uint32_t)len);
 	struct stream_write w;
 	memset(&w, 0, sizeof w);
@@ -1282,10 +1233,8 @@ int send_run(struct store_pool *p, const char *snap, const struct send_opts *o,
 	s.o = o;
 	s.sink = out;
 	fbuf_init(&s.out, (size_t)64 << 20);
-	fbuf_init(&s.blk, STORE_BLOCK_MAX + 64);
 	fbuf_init(&s.node, NODE_MAX);
-	s.sbuf_cap = codec_bound(STREAM_BLOCK_MAX);
-	if (!(s.lbuf = malloc(STREAM_BLOCK_MAX)) || !(s.sbuf = malloc(s.sbuf_cap))) {
+	if (!(s.lbuf = malloc(STREAM_BLOCK_MAX))) {
 		r = ferry_err(FERR_NOMEM, "sending");
 		goto out;
 	}
@@ -1294,8 +1243,6 @@ int send_run(struct store_pool *p, const char *snap, const struct send_opts *o,
 	if ((r = store_read_begin(p)) < 0 || (r = store_reader_new(p, &s.rd)) < 0)
 		goto out;
 	if (!(o->flags & SEND_DRYRUN) && (r = stream_encoder_new(&s.enc, 0)) < 0)
-		goto out;
-	if ((r = pend_init(&s)) < 0)
 		goto out;
 	unsigned flags = o->flags;
 	const char *from = o->from;
@@ -1320,6 +1267,8 @@ int send_run(struct store_pool *p, const char *snap, const struct send_opts *o,
 		goto out;
 	if (flags & (SEND_COMPRESSED | SEND_RECOMPRESS))
 		s.flags |= STREAM_F_COMPRESSED;
+	if ((r = pend_init(&s, flags)) < 0)
+		goto out;
 	if (flags & (SEND_PROPS | SEND_REPLICATE))
 		s.flags |= STREAM_F_PROPS;
 	if (flags & SEND_RECOMPRESS)
@@ -1400,14 +1349,12 @@ out:
 	store_hset_free(s.sent);
 	store_hset_free(s.base);
 	store_hset_free(s.base_blocks);
-	pend_free(&s);
+	pipeline_free(s.pl);
 	stream_encoder_free(s.enc);
 	store_reader_free(s.rd);
 	store_read_end(p);
 	fbuf_release(&s.out);
-	fbuf_release(&s.blk);
 	fbuf_release(&s.node);
 	free(s.lbuf);
-	free(s.sbuf);
 	return r;
 }
