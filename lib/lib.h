@@ -1,6 +1,6 @@
 /* lib/lib.h — the one public header of lib/: errors, bounded buffers,
  * checked arithmetic, little-endian helpers, hashing, fd I/O, crash-safe
- * writes and the worker pool. Library code never prints and never exits;
+ * writes and the ordered pipeline. Library code never prints and never exits;
  * every fallible function returns 0 or a negative FERR_* code. */
 #ifndef FERRY_LIB_H
 #define FERRY_LIB_H
@@ -218,31 +218,6 @@ int io_mkdir(const char *path, mode_t mode) FERRY_WUR;
 /* mkdir -p with mode; existing directories are fine (and keep their
  * mode), the ones it creates get exactly mode whatever the umask. */
 int io_mkdirs(const char *path, mode_t mode) FERRY_WUR;
-
-/* ---- worker pool with ordered output ------------------------------------
- * Jobs are submitted in order, run on nthreads workers, and collected in
- * submission order. At most max_inflight jobs are submitted-but-uncollected,
- * which bounds memory. The pool never owns jobs: the caller allocates them
- * and gets each one back from workq_collect. */
-struct workq;
-typedef int (*workq_fn)(void *job, void *ctx);
-/* nthreads 0 means one per online CPU; max_inflight must be at least 1.
- * A job's detail message (ferry_err on the worker) travels with its
- * result: after workq_collect returns a negative result, ferry_errmsg()
- * on the collecting thread gives the worker's text. */
-int workq_new(struct workq **out, unsigned nthreads, unsigned max_inflight,
-	      workq_fn fn, void *ctx) FERRY_WUR;
-/* Queues job. Returns -FERR_BUSY without queueing when max_inflight jobs
- * are uncollected: collect first. */
-int workq_submit(struct workq *q, void *job) FERRY_WUR;
-/* Blocks until the oldest uncollected job is done. Returns 1 and sets *job
- * and *result (fn's return value) then; returns 0 when nothing is pending. */
-int workq_collect(struct workq *q, void **job, int *result) FERRY_WUR;
-unsigned workq_pending(const struct workq *q);
-unsigned workq_threads(const struct workq *q);
-/* Waits for running jobs, then frees the pool. Uncollected jobs are dropped
- * (not freed: they belong to the caller). NULL is a no-op. */
-void workq_free(struct workq *q);
 
 /* ---- misc ---------------------------------------------------------------- */
 /* Parses a size like "128K", "1M", "4096", "1.5G" (powers of 1024) into

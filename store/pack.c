@@ -18,7 +18,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,28 +233,24 @@ struct wpack {
 	int fd;
 };
 
-/* The flusher: one thread that writes full buffers to the open pack while
- * the caller fills the other buffer, so the kernel's copy into the page cache
- * and the start of writeback overlap hashing and compression instead of
- * stalling the one thread that orders blocks. At most one buffer is in
- * flight; its outcome (an error code and message) is picked up by the next
- * flush or wait. */
-struct flusher {
-	pthread_t thr;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int started, busy, quit;
-	const uint8_t *data; /* the buffer in flight */
-	size_t len;
+/* The flusher: a pipeline of one worker and one slot that writes a full
+ * buffer to the open pack while the caller fills the other one, so the
+ * kernel's copy into the page cache and the start of writeback overlap
+ * hashing and compression instead of stalling the one thread that orders
+ * blocks. At most one buffer is in flight: taking the slot waits for it.
+ * The pipeline keeps the first error, so a buffer that did not reach its
+ * pack fails every later flush and the commit (which would otherwise name
+ * blocks never written); the writer is done for. */
+struct flush_job {
+	const uint8_t *data, *more; /* more: a block too big for a buffer, after its header */
+	size_t len, more_len;
 	int fd;
 	char pack[32];
-	int err;             /* 0 or a negative FERR_* */
-	char msg[256];
 };
 
 struct store_writer {
 	struct store_pool *p;
-	struct flusher fl;
+	struct pipeline *fl; /* the flusher, started on first use */
 	uint8_t *buf2;       /* the buffer not being filled */
 	int lock_fd;
 	struct wpack *packs; /* packs written since the last commit; the last is open */
@@ -296,67 +291,29 @@ static void writer_finalize(struct store_writer *w)
 	}
 }
 
-static void *flusher_main(void *arg)
+static int flush_run(void *jv, void *ctx)
 {
-	struct flusher *f = arg;
-	pthread_mutex_lock(&f->mu);
-	for (;;) {
-		while (!f->busy && !f->quit)
-			pthread_cond_wait(&f->cv, &f->mu);
-		if (!f->busy)
-			break;
-		pthread_mutex_unlock(&f->mu);
-		int r = io_write_full(f->fd, f->data, f->len);
-		/* Start writing these bytes back now, without waiting, so the
-		 * fsync before the commit finds little left to do: the disk
-		 * works while the workers compress. Durability still comes from
-		 * that fsync. */
-		if (r == 0 && sync_file_range(f->fd, 0, 0, SYNC_FILE_RANGE_WRITE) != 0) {
-			/* not supported here: the final fsync does all the work */
-		}
-		pthread_mutex_lock(&f->mu);
-		if (r < 0 && !f->err) {
-			f->err = r;
-			snprintf(f->msg, sizeof f->msg, "writing pack '%s': %s", f->pack,
-				 ferry_errmsg(r));
-		}
-		f->busy = 0;
-		pthread_cond_broadcast(&f->cv);
-	}
-	pthread_mutex_unlock(&f->mu);
-	return NULL;
+	struct flush_job *j = jv;
+	int r = io_write_full(j->fd, j->data, j->len);
+	if (r == 0 && j->more)
+		r = io_write_full(j->fd, j->more, j->more_len);
+	if (r < 0)
+		return ferry_err(-r, "writing pack '%s': %s", j->pack, ferry_errmsg(r));
+	/* Start writing these bytes back now, without waiting, so the fsync
+	 * before the commit finds little left to do: the disk works while the
+	 * workers compress. Only a hint: durability comes from that fsync,
+	 * which also reports what this would. */
+	(void)sync_file_range(j->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+	return 0;
 }
 
-/* Waits until no buffer is in flight; returns (and clears) the error of the
- * last one, raised again on this thread. */
+static const struct pipeline_ops flush_ops = {flush_run, NULL, NULL, NULL};
+
+/* Waits until no buffer is in flight: 0, or the error of one that was
+ * (then and from now on). */
 static int flusher_wait(struct store_writer *w)
 {
-	struct flusher *f = &w->fl;
-	int r;
-	if (!f->started)
-		return 0;
-	pthread_mutex_lock(&f->mu);
-	while (f->busy)
-		pthread_cond_wait(&f->cv, &f->mu);
-	r = f->err;
-	f->err = 0;
-	pthread_mutex_unlock(&f->mu);
-	return r < 0 ? ferry_err(-r, "%s", f->msg) : 0;
-}
-
-static void flusher_stop(struct store_writer *w)
-{
-	struct flusher *f = &w->fl;
-	if (!f->started)
-		return;
-	pthread_mutex_lock(&f->mu);
-	f->quit = 1;
-	pthread_cond_broadcast(&f->cv);
-	pthread_mutex_unlock(&f->mu);
-	pthread_join(f->thr, NULL);
-	pthread_cond_destroy(&f->cv);
-	pthread_mutex_destroy(&f->mu);
-	f->started = 0;
+	return w->fl ? pipeline_drain(w->fl) : 0;
 }
 
 /* For the paths that give back space on an error: unlinks and syncs
@@ -392,12 +349,11 @@ static void sync_packdir_quiet(struct store_pool *p)
 static void close_packs(struct store_writer *w, int drop)
 {
 	int removed = 0;
-	struct ferry_errsave e;
-	/* the packs are being abandoned: a flush error does not matter, and
-	 * must not replace the error being reported */
-	ferry_err_save(&e);
-	if (flusher_wait(w) < 0) { /* see above */ }
-	ferry_err_restore(&e);
+	/* after a commit nothing is in flight; otherwise the packs are being
+	 * abandoned: a write still running ends before its fd is closed, one
+	 * not started never is, and its error does not matter (nor replaces
+	 * the one being reported) */
+	pipeline_cancel(w->fl);
 	for (size_t i = 0; i < w->npacks; i++) {
 		if (w->packs[i].fd >= 0)
 			close(w->packs[i].fd);
@@ -632,7 +588,7 @@ void store_writer_free(struct store_writer *w)
 	 * connection clears them first (temp_schema), and closing the pool
 	 * drops them; clearing them here would cost a walk of every page. */
 	close_packs(w, 1);
-	flusher_stop(w);
+	pipeline_free(w->fl);
 	free(w->packs);
 	if (w->lock_fd >= 0)
 		close(w->lock_fd);
@@ -647,36 +603,35 @@ void store_writer_free(struct store_writer *w)
 
 /* Hands the filled buffer to the flusher (started on first use) and goes on
  * with the other one; the bytes reach the pack in the order they were put. */
+/* Queues len bytes of data (then more_len of more) for the open pack, once
+ * the write in flight is done. */
+static int flush_queue(struct store_writer *w, const uint8_t *data, size_t len,
+		       const uint8_t *more, size_t more_len)
+{
+	void *jv;
+	int r;
+	if (!w->fl && (r = pipeline_new(&w->fl, 1, 1, sizeof(struct flush_job), &flush_ops,
+					NULL)) < 0)
+		return r;
+	if ((r = pipeline_job(w->fl, &jv)) < 0) /* the write in flight is done */
+		return r;
+	struct flush_job *j = jv;
+	j->data = data;
+	j->len = len;
+	j->more = more;
+	j->more_len = more_len;
+	j->fd = w->packs[w->cur].fd;
+	snprintf(j->pack, sizeof j->pack, "%s", w->packs[w->cur].name);
+	return pipeline_submit(w->fl, j);
+}
+
 static int flush_buf(struct store_writer *w)
 {
-	struct flusher *f = &w->fl;
 	int r;
 	if (!w->buflen)
 		return 0;
-	if (!f->started) {
-		if (pthread_mutex_init(&f->mu, NULL) != 0)
-			return ferry_err(FERR_NOMEM, "starting the pack flusher");
-		if (pthread_cond_init(&f->cv, NULL) != 0) {
-			pthread_mutex_destroy(&f->mu);
-			return ferry_err(FERR_NOMEM, "starting the pack flusher");
-		}
-		if (pthread_create(&f->thr, NULL, flusher_main, f) != 0) {
-			pthread_cond_destroy(&f->cv);
-			pthread_mutex_destroy(&f->mu);
-			return ferry_err(FERR_NOMEM, "starting the pack flusher");
-		}
-		f->started = 1;
-	}
-	if ((r = flusher_wait(w)) < 0)
+	if ((r = flush_queue(w, w->buf, w->buflen, NULL, 0)) < 0)
 		return r;
-	pthread_mutex_lock(&f->mu);
-	f->data = w->buf;
-	f->len = w->buflen;
-	f->fd = w->packs[w->cur].fd;
-	snprintf(f->pack, sizeof f->pack, "%s", w->packs[w->cur].name);
-	f->busy = 1;
-	pthread_cond_broadcast(&f->cv);
-	pthread_mutex_unlock(&f->mu);
 	uint8_t *t = w->buf;
 	w->buf = w->buf2;
 	w->buf2 = t;
@@ -792,9 +747,11 @@ static int writer_put(struct store_writer *w, const struct store_block *b, int *
 	if (w->buflen + need > WBUF_SIZE && (r = flush_buf(w)) < 0)
 		return r;
 	if (need > WBUF_SIZE) {
-		if ((r = flusher_wait(w)) < 0 ||
-		    (r = io_write_full(w->packs[w->cur].fd, hdr, sizeof hdr)) < 0 ||
-		    (r = io_write_full(w->packs[w->cur].fd, b->payload, b->psize)) < 0)
+		/* too big for a buffer: written from where it is, by the
+		 * flusher too (so a failure is kept), and waited for (the
+		 * payload is the caller's) */
+		if ((r = flush_queue(w, hdr, sizeof hdr, b->payload, b->psize)) < 0 ||
+		    (r = flusher_wait(w)) < 0)
 			return r;
 	} else {
 		memcpy(w->buf + w->buflen, hdr, sizeof hdr);
