@@ -276,7 +276,10 @@ static int put_record(struct actx *c, struct node_bl_builder *bl, size_t len)
 	struct store_block b;
 	struct node_extent x;
 	int r;
-	if ((r = store_block_prepare_record(c->policy, c->rec, len, NULL, c->scratch, c->rs, &b)) < 0 ||
+	struct store_block_in in = {.codec = {CODEC_OFF, 0}, .payload = c->rec, .psize = len,
+				    .lsize = len};
+	struct store_block_bufs bufs = {NULL, 0, c->scratch, c->rs};
+	if ((r = store_block_rule(&in, c->policy, STORE_ZERO_HOLE, &bufs, &b)) < 0 ||
 	    (r = store_writer_put(c->w, &b, NULL)) < 0)
 		return r;
 	memset(&x, 0, sizeof x);

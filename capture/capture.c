@@ -158,8 +158,11 @@ static int job_run(void *jv, void *ctx)
 			}
 		}
 		/* (a record hashed for the comparison is not hashed again) */
-		int r = store_block_prepare_record(c->policy, j->data + it->off, it->len, hashed ? h : NULL,
-					    j->scratch + it->off, it->len, &it->blk);
+		struct store_block_in in = {.codec = {CODEC_OFF, 0}, .payload = j->data + it->off,
+					    .psize = it->len, .lsize = it->len,
+					    .hash = hashed ? h : NULL, .checked = 1};
+		struct store_block_bufs b = {NULL, 0, j->scratch + it->off, it->len};
+		int r = store_block_rule(&in, c->policy, STORE_ZERO_HOLE, &b, &it->blk);
 		if (r < 0)
 			return r;
 	}

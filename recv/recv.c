@@ -25,8 +25,6 @@ _Static_assert(STREAM_TOKEN_MAX + 1 <= STORE_TOKEN_MAX, "a resume token fits the
 #define KEY_LEN (1 + FERRY_HASH_LEN)
 #define VKEY_LEN (1 + FERRY_HASH_LEN + 8)
 
-enum { JOB_LOGICAL, JOB_KEPT, JOB_RECOMP };
-
 struct rjob {
 	uint8_t hash[FERRY_HASH_LEN];
 	uint32_t lsize, psize;
@@ -34,7 +32,6 @@ struct rjob {
 	uint8_t *data, *s1, *s2;
 	size_t cap;
 	struct store_block blk;
-	int kind;
 };
 
 /* A dataset a dry run pretends to have received into. */
@@ -302,60 +299,17 @@ static int check_node(struct rcv *r, const struct stream_node *nd, int is_root)
 
 /* ---- the receive rule (worker side) ----------------------------------------------------- */
 
-static int zero_block_fix(struct rjob *j, const uint8_t *src, uint8_t *dst)
-{
-	/* The node names this block, so it is stored even when all zero (a
-	 * capture would have made it a hole): compressed with C. */
-	size_t ps = 0;
-	int rc = codec_encode(j->c, src, j->lsize, dst, j->cap, &ps);
-	if (rc == -FERR_NOSPACE_DST || (rc == 0 && ps > j->lsize)) {
-		ferry_err_clear();
-		j->blk.codec = (struct codec_spec){CODEC_OFF, 0};
-		j->blk.form = BLOCK_RAW;
-		j->blk.psize = j->lsize;
-		j->blk.payload = src;
-		return 0;
-	}
-	if (rc < 0)
-		return rc;
-	j->blk.codec = j->c;
-	j->blk.form = BLOCK_COMPRESSED;
-	j->blk.psize = (uint32_t)ps;
-	j->blk.payload = dst;
-	return 0;
-}
-
+/* On a worker: the block goes through the storage rule for the dataset's
+ * codec; a block a node names is stored even when all zero (a capture
+ * would have made it a hole). A logical block's content, and an encoded
+ * one once decoded, is checked against its hash here, once. */
 static int job_run(void *job, void *ctx)
 {
 	struct rjob *j = job;
-	struct store_block tmp;
-	int rc;
-	if (j->in.id == CODEC_OFF) {
-		j->kind = JOB_LOGICAL;
-		if ((rc = store_block_prepare(j->c, j->data, j->lsize, j->s1, j->cap, &j->blk)) < 0)
-			return rc;
-		if (memcmp(j->blk.hash, j->hash, FERRY_HASH_LEN) != 0)
-			return ferry_err(FERR_CORRUPT, "block content does not match its hash");
-		if (j->blk.form == BLOCK_HOLE)
-			return zero_block_fix(j, j->data, j->s1);
-		return 0;
-	}
-	if (codec_equal(j->in, j->c)) {
-		j->kind = JOB_KEPT;
-		return store_block_prepare_encoded(j->c, j->data, j->psize, j->lsize, j->hash, j->s1,
-						   j->cap, &j->blk);
-	}
-	j->kind = JOB_RECOMP;
-	if ((rc = store_block_prepare_encoded(j->in, j->data, j->psize, j->lsize, j->hash, j->s1,
-					      j->cap, &tmp)) < 0)
-		return rc;
-	/* s1 now holds the block's content, checked against its hash */
-	if ((rc = store_block_prepare_known(j->c, j->s1, j->lsize, j->hash, j->s2, j->cap,
-					    &j->blk)) < 0)
-		return rc;
-	if (j->blk.form == BLOCK_HOLE)
-		return zero_block_fix(j, j->s1, j->s2);
-	return 0;
+	struct store_block_in in = {.codec = j->in, .payload = j->data, .psize = j->psize,
+				    .lsize = j->lsize, .hash = j->hash};
+	struct store_block_bufs b = {j->s1, j->cap, j->s2, j->cap};
+	return store_block_rule(&in, j->c, STORE_ZERO_ENCODE, &b, &j->blk);
 }
 
 /* ---- ordered commit (main thread) --------------------------------------------------------- */
@@ -370,18 +324,18 @@ static int job_done(void *job, int res, void *ctx)
 		return res;
 	if (!r->dryrun && (rc = store_writer_put(r->w, &j->blk, &stored)) < 0)
 		return rc;
-	switch (j->kind) {
-	case JOB_LOGICAL:
-		r->st.blocks_logical++;
-		r->st.lbytes_logical += j->lsize;
-		break;
-	case JOB_KEPT:
+	switch (j->blk.how) {
+	case STORE_BLOCK_KEEP:
 		r->st.blocks_kept++;
 		r->st.lbytes_kept += j->lsize;
 		break;
-	default:
+	case STORE_BLOCK_RECODE:
 		r->st.blocks_recompressed++;
 		r->st.lbytes_recompressed += j->lsize;
+		break;
+	default:
+		r->st.blocks_logical++;
+		r->st.lbytes_logical += j->lsize;
 	}
 	if (stored)
 		r->st.pbytes_written += j->blk.psize;

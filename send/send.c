@@ -197,16 +197,6 @@ static int send_damage(struct snd *s, const uint8_t *hash, int err)
 	return err;
 }
 
-/* 1 when a block stored in codec c is already what --compress asks (to). */
-static int stored_as_is(struct codec_spec c, struct codec_spec to)
-{
-	return codec_equal(c, to) || (c.id == CODEC_OFF && to.id == CODEC_OFF);
-}
-
-static int recompress(struct codec_spec c, const uint8_t *data, size_t len, uint32_t lsize,
-		      struct codec_spec to, uint8_t *lbuf, uint8_t *sbuf, size_t sbuf_cap,
-		      struct stream_write *w);
-
 /* The WRITE of logical block hash (a stream without -c): its content,
  * unless dry running, which reads no data. */
 static int block_payload(struct snd *s, const uint8_t *hash, uint32_t lsize,
@@ -227,70 +217,33 @@ static int block_payload(struct snd *s, const uint8_t *hash, uint32_t lsize,
 	return 0;
 }
 
-/* --compress for one stored block: payload data/len in codec c, lsize
- * bytes of content already checked against its hash, recompressed to
- * codec to as the storage rule says (a zero block is encoded rather than
- * made a hole: the receiver's blocklist names it). w points into lbuf or
- * sbuf. Thread-safe. */
-static int recompress(struct codec_spec c, const uint8_t *data, size_t len, uint32_t lsize,
-		      struct codec_spec to, uint8_t *lbuf, uint8_t *sbuf, size_t sbuf_cap,
-		      struct stream_write *w)
-{
-	int r;
-	if (c.id == CODEC_OFF)
-		memcpy(lbuf, data, lsize);
-	else if ((r = codec_decode(c, data, len, lbuf, lsize)) < 0)
-		return r;
-	size_t psize = 0;
-	enum block_form form;
-	if ((r = codec_store_block(to, lbuf, lsize, sbuf, sbuf_cap, &psize, &form)) < 0)
-		return r;
-	if (form == BLOCK_HOLE) {
-		r = codec_encode(to, lbuf, lsize, sbuf, sbuf_cap, &psize);
-		if (r == -FERR_NOSPACE_DST) {
-			ferry_err_clear();
-			form = BLOCK_RAW;
-		} else if (r < 0) {
-			return r;
-		} else {
-			form = psize <= lsize ? BLOCK_COMPRESSED : BLOCK_RAW;
-		}
-	}
-	if (form == BLOCK_COMPRESSED) {
-		w->codec = to.id;
-		w->level = to.level;
-		w->psize = (uint32_t)psize;
-		w->data = sbuf;
-	} else {
-		w->codec = CODEC_OFF;
-		w->level = 0;
-		w->psize = lsize;
-		w->data = lbuf;
-	}
-	return 0;
-}
-
 /* ---- --compress on the worker pool --------------------------------------------------- */
 
+/* On a worker: the stored block is checked (every block that leaves the
+ * pool is, as stored too), then goes through the storage rule for the
+ * codec asked (-c: its own, so it is kept): a zero block is encoded rather
+ * than made a hole, as the receiver's blocklist names it. */
 static int sjob_fn(void *jv, void *ctx)
 {
 	struct sjob *j = jv;
+	struct store_block out;
 	int r;
-	memcpy(j->w.hash, j->hash, FERRY_HASH_LEN);
-	j->w.lsize = j->lsize;
-	/* every block that leaves the pool is checked, as stored too */
 	if ((r = store_block_verify(j->c, j->in.data, j->in.len, j->lsize, j->hash, j->lbuf,
 				    STREAM_BLOCK_MAX)) < 0)
 		return store_block_damage(j->hash, &j->loc, r);
-	if (stored_as_is(j->c, j->to)) {
-		j->w.codec = j->c.id;
-		j->w.level = j->c.level;
-		j->w.psize = (uint32_t)j->in.len;
-		j->w.data = j->in.data;
-		return 0;
-	}
-	return recompress(j->c, j->in.data, j->in.len, j->lsize, j->to, j->lbuf, j->sbuf,
-			  j->sbuf_cap, &j->w);
+	struct store_block_in in = {.codec = j->c, .payload = j->in.data, .psize = j->in.len,
+				    .lsize = j->lsize, .hash = j->hash, .checked = 1,
+				    .content = j->c.id == CODEC_OFF ? NULL : j->lbuf};
+	struct store_block_bufs b = {NULL, 0, j->sbuf, j->sbuf_cap};
+	if ((r = store_block_rule(&in, j->to, STORE_ZERO_ENCODE, &b, &out)) < 0)
+		return r;
+	memcpy(j->w.hash, j->hash, FERRY_HASH_LEN);
+	j->w.lsize = j->lsize;
+	j->w.codec = out.codec.id;
+	j->w.level = out.codec.level;
+	j->w.psize = out.psize;
+	j->w.data = out.payload;
+	return 0;
 }
 
 /* Counts and (unless dry running) encodes one WRITE, in stream order. */

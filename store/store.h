@@ -413,40 +413,80 @@ int node_root_decode(const uint8_t *buf, size_t len, int *kind, struct node_entr
  * per codec in append-only pack files under <pool>/packs/. */
 #define STORE_BLOCK_MAX ((size_t)16 << 20) /* largest logical block */
 
-/* A block ready for storage, from store_block_prepare or
- * store_block_prepare_encoded. payload is borrowed (the source or the
- * caller's scratch buffer) and lives as long as those. */
+/* ---- the storage rule (block.c) ----------------------------------------------
+ * The one place that decides what becomes of a block, with C the target
+ * codec (the receiving dataset's compression, or send --compress's):
+ *   - logical content is encoded with C, kept only if that saves 12.5 %
+ *     (psize <= lsize - lsize/8), else stored raw (ZFS's rule, C off: raw);
+ *   - a payload already encoded exactly as C is kept as it came, once it
+ *     decodes (strictly) to its hash;
+ *   - a payload encoded otherwise is decoded, checked, and encoded as
+ *     logical content is;
+ *   - an all-zero block: see enum store_block_zero.
+ * Thread-safe, touches no pool. */
+enum store_block_zero {
+	/* capture: a hole, whatever C (off too), so a snapshot's tree does
+	 * not depend on the compression it was captured with: a stream from
+	 * an uncompressed source names the same blocks and holes as one from
+	 * a compressed source, and a receiver's pool matches a capture */
+	STORE_ZERO_HOLE,
+	/* ZFS's rule: a hole unless C is off (store_block_prepare) */
+	STORE_ZERO_CODEC,
+	/* recv and send: the block is one a node names, so it is stored
+	 * (sent): encoded with C whatever that saves, raw if that would be
+	 * bigger */
+	STORE_ZERO_ENCODE,
+};
+/* What the rule did with a block. */
+enum store_block_how {
+	STORE_BLOCK_HOLE,   /* nothing to store */
+	STORE_BLOCK_ENCODE, /* logical content encoded with C, or raw */
+	STORE_BLOCK_KEEP,   /* the payload, encoded as C, kept as it came */
+	STORE_BLOCK_RECODE, /* the payload, encoded otherwise, decoded and encoded with C, or raw */
+};
+/* A block on its way in: its logical content (codec off), or a payload
+ * encoded with codec. */
+struct store_block_in {
+	struct codec_spec codec;
+	const void *payload;
+	size_t psize, lsize;            /* psize == lsize for logical content */
+	const uint8_t *hash;            /* of the content; NULL: hashed here (logical only) */
+	int checked;                    /* hash is known to be the content's: not checked again */
+	const void *content;            /* an encoded payload's content, when the caller
+					 * has it decoded and checked; else NULL */
+};
+/* Scratch for the rule: dec holds an encoded payload's content (lsize
+ * bytes; unused for logical content or with in->content), enc the encoded
+ * output (at least lsize - lsize/8 bytes; codec_bound(lsize) lets every
+ * all-zero block be encoded under STORE_ZERO_ENCODE). */
+struct store_block_bufs {
+	void *dec;
+	size_t dec_cap;
+	void *enc;
+	size_t enc_cap;
+};
+/* A block ready for storage: payload is borrowed (the input or a scratch
+ * buffer) and lives as long as those. */
 struct store_block {
 	uint8_t hash[FERRY_HASH_LEN];  /* of the logical content */
-	struct codec_spec codec;       /* as stored: the policy codec, or off when raw */
+	struct codec_spec codec;       /* as stored: C, the payload's, or off when raw */
 	int form;                      /* enum block_form */
 	uint32_t lsize, psize;
 	const uint8_t *payload;        /* psize bytes; NULL for a hole */
+	int how;                       /* enum store_block_how */
 };
-
-/* Hashes src and applies the ZFS storage rule of policy (codec_store_block).
- * scratch must hold at least lsize bytes. Thread-safe, touches no pool.
- * lsize must be 1..STORE_BLOCK_MAX. */
+/* Applies the rule to in for target codec C, zero blocks as zero says.
+ * -FERR_CORRUPT when the content does not match in->hash (or an encoded
+ * payload does not decode), -FERR_INVAL for a size out of 1..STORE_BLOCK_MAX. */
+int store_block_rule(const struct store_block_in *in, struct codec_spec target,
+		     enum store_block_zero zero, const struct store_block_bufs *bufs,
+		     struct store_block *out) FERRY_WUR;
+/* The rule for logical content src (hashed here), zero blocks as ZFS does;
+ * scratch holds at least lsize bytes. */
 int store_block_prepare(struct codec_spec policy, const void *src, size_t lsize,
 			void *scratch, size_t scratch_cap, struct store_block *out) FERRY_WUR;
-/* The same for src whose content the caller has already checked against
- * hash (recv, after decoding a block to recompress it): no second pass. */
-int store_block_prepare_known(struct codec_spec policy, const void *src, size_t lsize,
-			      const uint8_t hash[FERRY_HASH_LEN], void *scratch, size_t scratch_cap,
-			      struct store_block *out) FERRY_WUR;
-/* For capture: store_block_prepare (store_block_prepare_known when hash is
- * not NULL), except that an all-zero record is a hole whatever the policy,
- * compression=off included. A snapshot's tree then does not depend on the
- * compression it was captured with, so a stream from an uncompressed
- * source names the same blocks and holes as one from a compressed source,
- * and a receiver's pool matches a direct capture. */
-int store_block_prepare_record(struct codec_spec policy, const void *src, size_t lsize,
-			       const uint8_t *hash, void *scratch, size_t scratch_cap,
-			       struct store_block *out) FERRY_WUR;
-/* For a block that arrives already encoded with c (send -c / recv): decodes
- * it into scratch (lsize bytes), checks the hash and fills out so the payload
- * is stored as it is, without re-encoding. -FERR_CORRUPT when the payload
- * does not decode to hash. Thread-safe. */
+/* The rule for a payload encoded with c and C = c: decoded into scratch
+ * (lsize bytes), checked against hash, and kept as it is. */
 int store_block_prepare_encoded(struct codec_spec c, const void *payload, size_t psize,
 				size_t lsize, const uint8_t hash[FERRY_HASH_LEN],
 				void *scratch, size_t scratch_cap,

@@ -1,0 +1,218 @@
+/* store/block.c — the storage rule for a block, and the checks of a block
+ * read back (thread-safe, touching no pool).
+ *
+ * store_block_rule is the one place that decides what becomes of a block
+ * on its way into a pool (capture, recv) or into a stream recompressed
+ * (send --compress): a hole, its payload kept as it came, its content
+ * encoded with the target codec (or recompressed from another one), or
+ * stored raw when compressing does not save 12.5 %. The callers differ
+ * only in what an all-zero block becomes (enum store_block_zero) and in
+ * what they already know of the block (its hash, its content). */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* A hole: nothing is stored (codec: the target's, as a capture records). */
+static void as_hole(struct codec_spec target, size_t lsize, struct store_block *out)
+{
+	out->form = BLOCK_HOLE;
+	out->codec = target;
+	out->lsize = (uint32_t)lsize;
+	out->psize = 0;
+	out->payload = NULL;
+	out->how = STORE_BLOCK_HOLE;
+}
+
+static void as_raw(const void *content, size_t lsize, struct store_block *out)
+{
+	out->form = BLOCK_RAW;
+	out->codec = (struct codec_spec){CODEC_OFF, 0};
+	out->lsize = (uint32_t)lsize;
+	out->psize = (uint32_t)lsize;
+	out->payload = content;
+}
+
+static void as_encoded(struct codec_spec c, const void *payload, size_t psize, size_t lsize,
+		       struct store_block *out)
+{
+	out->form = c.id == CODEC_OFF ? BLOCK_RAW : BLOCK_COMPRESSED;
+	out->codec = c;
+	out->lsize = (uint32_t)lsize;
+	out->psize = (uint32_t)psize;
+	out->payload = payload;
+}
+
+/* An all-zero block that a node names (recv, send): encoded with target
+ * whatever it saves, raw only when the encoding would be bigger. */
+static int encode_zero(struct codec_spec target, const void *content, size_t lsize,
+		       const struct store_block_bufs *b, struct store_block *out)
+{
+	size_t ps = 0;
+	int r = codec_encode(target, content, lsize, b->enc, b->enc_cap, &ps);
+	if (r == -FERR_NOSPACE_DST || (r == 0 && ps > lsize)) {
+		ferry_err_clear();
+		as_raw(content, lsize, out);
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	as_encoded(target, b->enc, ps, lsize, out);
+	return 0;
+}
+
+/* The rule for logical content (its hash in out->hash already): sets
+ * out->how to STORE_BLOCK_ENCODE or STORE_BLOCK_HOLE. */
+static int encode(struct codec_spec target, enum store_block_zero zero, const void *content,
+		  size_t lsize, const struct store_block_bufs *b, struct store_block *out)
+{
+	size_t psize = 0;
+	enum block_form form;
+	int r;
+	out->how = STORE_BLOCK_ENCODE;
+	if ((r = codec_store_block(target, content, lsize, b->enc, b->enc_cap, &psize, &form)) < 0)
+		return r;
+	if (form == BLOCK_HOLE) { /* all zero, under a real codec */
+		if (zero == STORE_ZERO_ENCODE)
+			return encode_zero(target, content, lsize, b, out);
+		as_hole(target, lsize, out);
+		return 0;
+	}
+	/* only a raw block can be all zero here; the scan stops at the first
+	 * nonzero byte */
+	if (form == BLOCK_RAW && zero == STORE_ZERO_HOLE && codec_is_zero(content, lsize)) {
+		as_hole(target, lsize, out);
+		return 0;
+	}
+	if (form == BLOCK_RAW)
+		as_raw(content, lsize, out);
+	else
+		as_encoded(target, b->enc, psize, lsize, out);
+	return 0;
+}
+
+static int check_hash(const void *content, size_t lsize, const uint8_t hash[FERRY_HASH_LEN])
+{
+	uint8_t h[FERRY_HASH_LEN];
+	hash_blake2b(h, content, lsize);
+	if (ferry_memcmp_ct(h, hash, FERRY_HASH_LEN) != 0)
+		return ferry_err(FERR_CORRUPT, "block content does not match its hash");
+	return 0;
+}
+
+/* Logical content: hashed or checked, then encoded. */
+static int rule_logical(const struct store_block_in *in, struct codec_spec target,
+			enum store_block_zero zero, const struct store_block_bufs *b,
+			struct store_block *out)
+{
+	int r;
+	if (in->lsize == 0 || in->lsize > STORE_BLOCK_MAX)
+		return ferry_err(FERR_INVAL, "block of %zu bytes", in->lsize);
+	if (in->codec.level != 0 || in->psize != in->lsize)
+		return ferry_err(FERR_CORRUPT, "raw block with psize %zu != lsize %zu", in->psize,
+				 in->lsize);
+	if (!in->hash)
+		hash_blake2b(out->hash, in->payload, in->lsize);
+	else if (!in->checked && (r = check_hash(in->payload, in->lsize, in->hash)) < 0)
+		return r;
+	else
+		memcpy(out->hash, in->hash, FERRY_HASH_LEN);
+	return encode(target, zero, in->payload, in->lsize, b, out);
+}
+
+/* An encoded payload: decoded and checked (unless the caller did), then
+ * kept when it is the target's codec, recompressed otherwise. */
+static int rule_encoded(const struct store_block_in *in, struct codec_spec target,
+			enum store_block_zero zero, const struct store_block_bufs *b,
+			struct store_block *out)
+{
+	const void *content = in->content;
+	int r;
+	if (in->lsize == 0 || in->lsize > STORE_BLOCK_MAX || in->psize == 0 ||
+	    in->psize > in->lsize || !in->hash || (!content && b->dec_cap < in->lsize))
+		return ferry_err(FERR_CORRUPT, "encoded block of %zu/%zu bytes", in->psize, in->lsize);
+	if (!codec_valid(in->codec))
+		return ferry_err(FERR_UNSUPPORTED, "unknown codec %u/%u", in->codec.id, in->codec.level);
+	if (!content) {
+		/* Strict: the payload may be kept as it is, so it must be one
+		 * any reader of its codec accepts, not just ours. */
+		if ((r = codec_decode_strict(in->codec, in->payload, in->psize, b->dec, in->lsize)) < 0 ||
+		    (r = check_hash(b->dec, in->lsize, in->hash)) < 0)
+			return r;
+		content = b->dec;
+	}
+	memcpy(out->hash, in->hash, FERRY_HASH_LEN);
+	if (codec_equal(in->codec, target)) {
+		as_encoded(in->codec, in->payload, in->psize, in->lsize, out);
+		out->how = STORE_BLOCK_KEEP;
+		return 0;
+	}
+	if ((r = encode(target, zero, content, in->lsize, b, out)) < 0)
+		return r;
+	if (out->how == STORE_BLOCK_ENCODE)
+		out->how = STORE_BLOCK_RECODE;
+	return 0;
+}
+
+int store_block_rule(const struct store_block_in *in, struct codec_spec target,
+		     enum store_block_zero zero, const struct store_block_bufs *bufs,
+		     struct store_block *out)
+{
+	if (in->codec.id == CODEC_OFF)
+		return rule_logical(in, target, zero, bufs, out);
+	return rule_encoded(in, target, zero, bufs, out);
+}
+
+int store_block_prepare(struct codec_spec policy, const void *src, size_t lsize,
+			void *scratch, size_t scratch_cap, struct store_block *out)
+{
+	struct store_block_in in = {.codec = {CODEC_OFF, 0}, .payload = src, .psize = lsize,
+				    .lsize = lsize};
+	struct store_block_bufs b = {NULL, 0, scratch, scratch_cap};
+	return store_block_rule(&in, policy, STORE_ZERO_CODEC, &b, out);
+}
+
+int store_block_prepare_encoded(struct codec_spec c, const void *payload, size_t psize,
+				size_t lsize, const uint8_t hash[FERRY_HASH_LEN],
+				void *scratch, size_t scratch_cap, struct store_block *out)
+{
+	struct store_block_in in = {.codec = c, .payload = payload, .psize = psize, .lsize = lsize,
+				    .hash = hash};
+	struct store_block_bufs b = {scratch, scratch_cap, NULL, 0};
+	return store_block_rule(&in, c, STORE_ZERO_ENCODE, &b, out);
+}
+
+/* ---- checks of a block read back ---------------------------------------------- */
+
+int store_block_damage(const uint8_t hash[FERRY_HASH_LEN], const struct store_block_loc *loc,
+		       int err)
+{
+	char hex[FERRY_HASH_HEX], msg[512];
+	hash_to_hex(hash, hex);
+	snprintf(msg, sizeof msg, "%s", ferry_errmsg(err));
+	return ferry_err(-err, "block %.16s in pack '%s' at offset %lld is damaged: %s", hex,
+			 loc->pack, (long long)loc->offset, msg);
+}
+
+int store_block_verify(struct codec_spec c, const void *payload, size_t psize, size_t lsize,
+		       const uint8_t hash[FERRY_HASH_LEN], void *scratch, size_t scratch_cap)
+{
+	uint8_t h[FERRY_HASH_LEN];
+	int r;
+	if (lsize == 0 || lsize > STORE_BLOCK_MAX || psize > lsize ||
+	    (c.id != CODEC_OFF && scratch_cap < lsize))
+		return ferry_err(FERR_CORRUPT, "block of %zu/%zu bytes", psize, lsize);
+	if (c.id == CODEC_OFF) {
+		if (psize != lsize)
+			return ferry_err(FERR_CORRUPT, "raw block of %zu bytes, %zu expected", psize,
+					 lsize);
+		hash_blake2b(h, payload, lsize);
+	} else {
+		if ((r = codec_decode(c, payload, psize, scratch, lsize)) < 0)
+			return r;
+		hash_blake2b(h, scratch, lsize);
+	}
+	if (memcmp(h, hash, FERRY_HASH_LEN) != 0)
+		return ferry_err(FERR_CORRUPT, "its content does not match its hash");
+	return 0;
+}

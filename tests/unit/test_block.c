@@ -1,0 +1,218 @@
+/* tests/unit/test_block.c — store_block_rule, the one storage rule: every
+ * input (logical, encoded as the target, encoded otherwise), every zero
+ * policy and codec, against the bytes the codecs themselves produce (what
+ * capture, recv and send stored and sent before the rule was one). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "store/store.h"
+
+#define N 131072
+static uint8_t text[N], rnd[N], zeros[N], dec[N], enc[2 * N], enc2[2 * N], tmp[2 * N];
+static const struct codec_spec OFF = {CODEC_OFF, 0}, LZ4 = {CODEC_LZ4, 0}, GZ7 = {CODEC_GZIP, 7},
+				GZ1 = {CODEC_GZIP, 1}, ZLE = {CODEC_ZLE, 0};
+
+static int setup(void **state)
+{
+	/* words and runs of zeros: every codec, zle too, compresses it */
+	for (size_t i = 0; i < N; i++)
+		text[i] = i % 64 < 20 ? (uint8_t)"the quick brown fox "[i % 64] : 0;
+	ferry_random(rnd, sizeof rnd);
+	return 0;
+}
+
+static int rule(const void *content, struct codec_spec target, enum store_block_zero zmode,
+		struct store_block *out)
+{
+	struct store_block_in in = {.codec = OFF, .payload = content, .psize = N, .lsize = N};
+	struct store_block_bufs b = {NULL, 0, enc, sizeof enc};
+	return store_block_rule(&in, target, zmode, &b, out);
+}
+
+/* What codec_encode makes of src with an output of cap bytes. */
+static size_t encoded(struct codec_spec c, const void *src, size_t cap)
+{
+	size_t ps = 0;
+	assert_int_equal(codec_encode(c, src, N, tmp, cap, &ps), 0);
+	return ps;
+}
+
+static void test_logical(void **state)
+{
+	const struct codec_spec codecs[] = {LZ4, GZ7, GZ1, ZLE};
+	struct store_block b;
+	uint8_t h[FERRY_HASH_LEN];
+	for (size_t k = 0; k < sizeof codecs / sizeof codecs[0]; k++) {
+		struct codec_spec c = codecs[k];
+		/* compressible: encoded with C, its bytes the codec's own */
+		for (int zm = STORE_ZERO_HOLE; zm <= STORE_ZERO_ENCODE; zm++) {
+			assert_int_equal(rule(text, c, zm, &b), 0);
+			assert_int_equal(b.form, BLOCK_COMPRESSED);
+			assert_int_equal(b.how, STORE_BLOCK_ENCODE);
+			assert_true(codec_equal(b.codec, c));
+			size_t ps = encoded(c, text, N - N / 8);
+			assert_int_equal(b.psize, ps);
+			assert_memory_equal(b.payload, tmp, ps);
+			hash_blake2b(h, text, N);
+			assert_memory_equal(b.hash, h, FERRY_HASH_LEN);
+			/* incompressible: raw, the content itself */
+			assert_int_equal(rule(rnd, c, zm, &b), 0);
+			assert_int_equal(b.form, BLOCK_RAW);
+			assert_int_equal(b.codec.id, CODEC_OFF);
+			assert_ptr_equal(b.payload, rnd);
+			assert_int_equal(b.psize, N);
+		}
+		/* all zero: a hole for capture and ZFS's rule ... */
+		assert_int_equal(rule(zeros, c, STORE_ZERO_HOLE, &b), 0);
+		assert_int_equal(b.form, BLOCK_HOLE);
+		assert_int_equal(b.how, STORE_BLOCK_HOLE);
+		assert_int_equal(b.psize, 0);
+		assert_null(b.payload);
+		assert_int_equal(rule(zeros, c, STORE_ZERO_CODEC, &b), 0);
+		assert_int_equal(b.form, BLOCK_HOLE);
+		/* ... encoded with C whatever it saves for recv and send, with
+		 * the whole encoder bound as room */
+		assert_int_equal(rule(zeros, c, STORE_ZERO_ENCODE, &b), 0);
+		assert_int_equal(b.form, BLOCK_COMPRESSED);
+		assert_int_equal(b.how, STORE_BLOCK_ENCODE);
+		size_t ps = encoded(c, zeros, sizeof tmp);
+		assert_int_equal(b.psize, ps);
+		assert_memory_equal(b.payload, tmp, ps);
+	}
+	/* compression off: raw, but a capture's zero record is a hole */
+	assert_int_equal(rule(text, OFF, STORE_ZERO_HOLE, &b), 0);
+	assert_int_equal(b.form, BLOCK_RAW);
+	assert_ptr_equal(b.payload, text);
+	assert_int_equal(rule(zeros, OFF, STORE_ZERO_HOLE, &b), 0);
+	assert_int_equal(b.form, BLOCK_HOLE);
+	assert_true(codec_equal(b.codec, OFF));
+	assert_int_equal(rule(zeros, OFF, STORE_ZERO_CODEC, &b), 0);
+	assert_int_equal(b.form, BLOCK_RAW);
+	assert_int_equal(rule(zeros, OFF, STORE_ZERO_ENCODE, &b), 0);
+	assert_int_equal(b.form, BLOCK_RAW);
+	assert_ptr_equal(b.payload, zeros);
+}
+
+/* A zero block that encodes bigger than itself (no room to give) is raw. */
+static void test_zero_no_room(void **state)
+{
+	struct store_block b;
+	struct store_block_in in = {.codec = OFF, .payload = zeros, .psize = N, .lsize = N};
+	struct store_block_bufs small = {NULL, 0, enc, 16};
+	assert_int_equal(store_block_rule(&in, GZ7, STORE_ZERO_ENCODE, &small, &b), 0);
+	assert_int_equal(b.form, BLOCK_RAW);
+	assert_ptr_equal(b.payload, zeros);
+	struct store_block_bufs keep = {NULL, 0, enc, N - N / 8};
+	assert_int_equal(store_block_rule(&in, GZ7, STORE_ZERO_ENCODE, &keep, &b), 0);
+	assert_int_equal(b.form, BLOCK_COMPRESSED); /* gzip of zeros is tiny */
+}
+
+static void test_hashes(void **state)
+{
+	struct store_block b;
+	uint8_t h[FERRY_HASH_LEN], bad[FERRY_HASH_LEN];
+	hash_blake2b(h, text, N);
+	memcpy(bad, h, sizeof bad);
+	bad[3] ^= 1;
+	struct store_block_bufs bufs = {dec, sizeof dec, enc, sizeof enc};
+	/* a given hash is checked, unless the caller says it checked it */
+	struct store_block_in in = {.codec = OFF, .payload = text, .psize = N, .lsize = N, .hash = bad};
+	assert_int_equal(store_block_rule(&in, LZ4, STORE_ZERO_ENCODE, &bufs, &b), -FERR_CORRUPT);
+	assert_string_equal(ferry_errmsg(-FERR_CORRUPT), "block content does not match its hash");
+	in.checked = 1;
+	assert_int_equal(store_block_rule(&in, LZ4, STORE_ZERO_ENCODE, &bufs, &b), 0);
+	assert_memory_equal(b.hash, bad, FERRY_HASH_LEN);
+	in.hash = h;
+	in.checked = 0;
+	assert_int_equal(store_block_rule(&in, LZ4, STORE_ZERO_ENCODE, &bufs, &b), 0);
+	/* sizes */
+	in.psize = N - 1;
+	assert_int_equal(store_block_rule(&in, LZ4, STORE_ZERO_ENCODE, &bufs, &b), -FERR_CORRUPT);
+	in.psize = in.lsize = 0;
+	assert_int_equal(store_block_rule(&in, LZ4, STORE_ZERO_ENCODE, &bufs, &b), -FERR_INVAL);
+	ferry_err_clear();
+}
+
+/* An encoded payload: kept as it came when it is C, decoded and encoded
+ * again otherwise; checked against its hash either way, unless its
+ * content comes with it. */
+static void test_encoded(void **state)
+{
+	struct store_block b;
+	uint8_t h[FERRY_HASH_LEN], hz[FERRY_HASH_LEN];
+	size_t gps = 0, zps = 0;
+	hash_blake2b(h, text, N);
+	hash_blake2b(hz, zeros, N);
+	assert_int_equal(codec_encode(GZ7, text, N, enc2, sizeof enc2, &gps), 0);
+	uint8_t *gzip_text = malloc(gps);
+	assert_non_null(gzip_text);
+	memcpy(gzip_text, enc2, gps);
+	assert_int_equal(codec_encode(GZ1, zeros, N, enc2, sizeof enc2, &zps), 0);
+	struct store_block_bufs bufs = {dec, sizeof dec, enc, sizeof enc};
+	struct store_block_in in = {.codec = GZ7, .payload = gzip_text, .psize = gps, .lsize = N,
+				    .hash = h};
+	assert_int_equal(store_block_rule(&in, GZ7, STORE_ZERO_ENCODE, &bufs, &b), 0);
+	assert_int_equal(b.how, STORE_BLOCK_KEEP);
+	assert_ptr_equal(b.payload, gzip_text);
+	assert_int_equal(b.psize, gps);
+	assert_true(codec_equal(b.codec, GZ7));
+	/* to lz4: recompressed, the bytes lz4's own */
+	assert_int_equal(store_block_rule(&in, LZ4, STORE_ZERO_ENCODE, &bufs, &b), 0);
+	assert_int_equal(b.how, STORE_BLOCK_RECODE);
+	size_t ps = encoded(LZ4, text, N - N / 8);
+	assert_int_equal(b.psize, ps);
+	assert_memory_equal(b.payload, tmp, ps);
+	/* to off: raw, the decoded content */
+	assert_int_equal(store_block_rule(&in, OFF, STORE_ZERO_ENCODE, &bufs, &b), 0);
+	assert_int_equal(b.form, BLOCK_RAW);
+	assert_memory_equal(b.payload, text, N);
+	/* a wrong hash, a damaged payload */
+	uint8_t bad[FERRY_HASH_LEN];
+	memcpy(bad, h, sizeof bad);
+	bad[0] ^= 1;
+	in.hash = bad;
+	assert_int_equal(store_block_rule(&in, GZ7, STORE_ZERO_ENCODE, &bufs, &b), -FERR_CORRUPT);
+	in.hash = h;
+	in.psize = gps - 1;
+	assert_int_equal(store_block_rule(&in, GZ7, STORE_ZERO_ENCODE, &bufs, &b), -FERR_CORRUPT);
+	in.psize = gps;
+	/* the content given (send, after its own check): not decoded again */
+	in.content = text;
+	struct store_block_bufs nodec = {NULL, 0, enc, sizeof enc};
+	assert_int_equal(store_block_rule(&in, LZ4, STORE_ZERO_ENCODE, &nodec, &b), 0);
+	assert_int_equal(b.psize, ps);
+	/* a zero block encoded otherwise: encoded again with C, not a hole */
+	struct store_block_in z = {.codec = GZ1, .payload = enc2, .psize = zps, .lsize = N,
+				   .hash = hz};
+	assert_int_equal(store_block_rule(&z, ZLE, STORE_ZERO_ENCODE, &bufs, &b), 0);
+	assert_int_equal(b.how, STORE_BLOCK_RECODE);
+	assert_int_equal(b.form, BLOCK_COMPRESSED);
+	ps = encoded(ZLE, zeros, sizeof tmp);
+	assert_int_equal(b.psize, ps);
+	assert_memory_equal(b.payload, tmp, ps);
+	/* an unknown codec */
+	z.codec = (struct codec_spec){CODEC_GZIP, 12};
+	assert_int_equal(store_block_rule(&z, ZLE, STORE_ZERO_ENCODE, &bufs, &b), -FERR_UNSUPPORTED);
+	free(gzip_text);
+	ferry_err_clear();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_logical),
+		cmocka_unit_test(test_zero_no_room),
+		cmocka_unit_test(test_hashes),
+		cmocka_unit_test(test_encoded),
+	};
+	if (ferry_lib_init() < 0)
+		return 1;
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
