@@ -1,0 +1,178 @@
+/* recv/internal.h — private to recv/: the receive's state and the stages
+ * its files implement, in the order a substream meets them:
+ *   plan.c    names, the dataset's snapshots against the BEGIN, -F, resume
+ *   body.c    the records between BEGIN and END: nodes checked, blocks queued
+ *   blocks.c  the storage rule on the pipeline's workers, blocks stored in order
+ *   verify.c  the walk of the new tree at END
+ *   commit.c  the snapshot, its dataset, -F's changes; recv -s's partial state
+ *   props.c   received properties and the codec blocks are stored with
+ *   package.c DATASET records, -F's destruction of what the sender no longer has
+ *   recv.c    the entry points: one substream, a stream, abort, token. */
+#ifndef FERRY_RECV_INTERNAL_H
+#define FERRY_RECV_INTERNAL_H
+
+#include <sys/types.h>
+
+#include "recv.h"
+
+#define KEY_LEN (1 + FERRY_HASH_LEN)          /* 'N'/'B' + hash */
+#define VKEY_LEN (1 + FERRY_HASH_LEN + 8)     /* 'L' + hash + span */
+
+/* A block on the workers: as it came, and as the rule made it. */
+struct rjob {
+	uint8_t hash[FERRY_HASH_LEN];
+	uint32_t lsize, psize;
+	struct codec_spec in, c;
+	uint8_t *data, *s1, *s2;
+	size_t cap;
+	struct store_block blk;
+};
+
+/* A dataset a dry run pretends to have received into. */
+struct dryds {
+	char name[STORE_NAME_MAX + 1];
+	uint64_t guid;
+};
+
+/* One DATASET of a package, copied out of the decoder. */
+struct pkgds {
+	char *name;
+	uint64_t guid;
+	struct stream_prop *props;
+	size_t nprops;
+	uint64_t *snap_guids;
+	size_t nsnaps;
+};
+
+struct rcv {
+	struct store_pool *p;
+	const struct recv_opts *o;
+	const char *target;
+	struct stream_decoder *dec;
+	struct stream_source *in;
+	struct store_writer *w;
+	struct store_pnodes *pn;
+	struct store_hset *objs;    /* this substream's objects: 'N'/'B' + hash → type/lsize */
+	struct store_hset *seen;    /* walk: reached objects */
+	struct store_hset *dry;     /* -n: objects of earlier substreams */
+	struct pipeline *pl;        /* the receive rule's workers */
+	struct recv_stats st, tot;
+	uint64_t objs_n, reached, last_seq;
+	uint64_t sub_start;         /* decoder bytes before this substream's BEGIN */
+	int dryrun;
+	/* package */
+	int in_pkg;
+	uint32_t pkg_flags;
+	int atomic;                 /* -F: the package commits as one transaction */
+	int tx;                     /* ... which is open */
+	char pkg_top[STORE_NAME_MAX + 1];
+	struct pkgds *pds;
+	size_t npds;
+	struct dryds *dds;
+	size_t ndds;
+	int depth;
+};
+
+struct snaps {
+	struct store_snap *v;
+	size_t n, cap;
+};
+
+/* One substream being received: what its BEGIN asks for, checked against
+ * the pool before its body is read. */
+struct sub {
+	const struct stream_begin *b;
+	const struct stream_prop *props;
+	size_t nprops;
+	char dsname[STORE_NAME_MAX + 1], snapname[STORE_NAME_MAX + 1];
+	char full[2 * STORE_NAME_MAX + 2];
+	struct store_ds ds;
+	int exists;                 /* ds is an existing dataset */
+	struct snaps sl;            /* its snapshots, oldest first */
+	ssize_t rollback_to;        /* -F: roll back to sl.v[rollback_to] first */
+	int destroy_all;            /* -F of a full stream: sl goes */
+	int partial;                /* this resumes a partial receive */
+	struct codec_spec c;        /* what its blocks are stored with */
+};
+
+/* ---- plan.c ---- */
+/* The local name of dataset sent (as -d/-e and a package's top say) in out. */
+int recv_map_name(struct rcv *r, const char *sent, char *out, size_t n) FERRY_WUR;
+/* store_snap_iter callback gathering snapshots into a struct snaps. */
+int recv_snaps_cb(struct store_pool *p, const struct store_snap *s, void *arg);
+/* -n: records that name now has the snapshot of guid. */
+int recv_dry_note(struct rcv *r, const char *name, uint64_t guid) FERRY_WUR;
+/* Everything that can refuse substream s before its body is read: names,
+ * the dataset's snapshots against the stream's guids, the base of an
+ * incremental, what -F must undo, the codec its blocks get. */
+int recv_sub_plan(struct rcv *r, struct sub *s) FERRY_WUR;
+/* A partial receive of the dataset: only the stream that resumes it may
+ * come, and then what arrived before is taken up again. */
+int recv_sub_resume(struct rcv *r, struct sub *s) FERRY_WUR;
+
+/* ---- body.c ---- */
+void recv_key(uint8_t *key, char kind, const uint8_t *hash);
+/* code with "what <first 16 hex digits of hash>". */
+int recv_hash_err(int code, const char *what, const uint8_t *hash);
+/* 1 with *lsize when block hash is in this stream, an earlier one (dry
+ * run) or the pool; else 0. */
+int recv_have_block(struct rcv *r, const uint8_t *hash, uint32_t *lsize) FERRY_WUR;
+/* The records between BEGIN and END. */
+int recv_sub_body(struct rcv *r, struct sub *s) FERRY_WUR;
+
+/* ---- blocks.c ---- */
+int recv_blocks_init(struct rcv *r) FERRY_WUR;
+/* Queues WRITE w for the storage rule under codec c. */
+int recv_block_submit(struct rcv *r, const struct stream_write *w, struct codec_spec c) FERRY_WUR;
+/* Every queued block stored (or the first failure, which stays). */
+int recv_blocks_drain(struct rcv *r) FERRY_WUR;
+
+/* ---- verify.c ---- */
+/* After END: every block stored, the whole new tree walked, and every
+ * object of the stream reached by that walk. */
+int recv_sub_verify(struct rcv *r, struct sub *s) FERRY_WUR;
+
+/* ---- commit.c ---- */
+/* recv -F of a package: opens the one transaction it commits in. */
+int recv_tx_open(struct rcv *r) FERRY_WUR;
+/* Creates the dataset s brings (with -o, and a volume's size). */
+int recv_sub_create(struct rcv *r, struct sub *s, int type, int with_volsize) FERRY_WUR;
+/* Commits verified substream s and all it changes, in one transaction. */
+int recv_sub_commit(struct rcv *r, struct sub *s) FERRY_WUR;
+/* recv -s, after err in the body: keeps what arrived whole. Returns err,
+ * with a detail that says how to resume. */
+int recv_save_partial(struct rcv *r, struct sub *s, int err);
+
+/* ---- props.c ---- */
+int recv_apply_props(struct rcv *r, const struct store_ds *ds, const struct stream_prop *pv,
+		     size_t n) FERRY_WUR;
+/* The compression blocks of ds (or of a new dataset named name) get. */
+int recv_target_codec(struct rcv *r, const char *name, const struct store_ds *ds,
+		      const struct stream_prop *pv, size_t n, struct codec_spec *c) FERRY_WUR;
+/* volsize (and volblocksize, *vbs_s or NULL) of a new volume. */
+int recv_volume_props(struct rcv *r, const struct sub *s, char *vs, size_t vsn,
+		      const char **vbs_s) FERRY_WUR;
+
+/* ---- package.c ---- */
+/* Receives the rest of a package, whose PACKAGE record is pk. */
+int recv_package(struct rcv *r, const struct stream_package *pk) FERRY_WUR;
+/* -F, once the package verified to its end: what the sender no longer has goes. */
+int recv_pkg_destroy_tree(struct rcv *r) FERRY_WUR;
+int recv_pkg_prune(struct rcv *r) FERRY_WUR;
+void recv_pkg_free(struct rcv *r);
+
+/* ---- recv.c ---- */
+/* Copies of a BEGIN's strings and properties, which the decoder reuses. */
+struct begin_copy {
+	struct stream_begin b;
+	char ds[STREAM_NAME_MAX + 1], snap[STREAM_NAME_MAX + 1];
+	struct stream_prop *props;
+	size_t nprops;
+};
+int recv_begin_copy(struct begin_copy *c, const struct stream_begin *b) FERRY_WUR;
+void recv_begin_copy_free(struct begin_copy *c);
+/* Reads one substream after its BEGIN (copied in b) and commits it. */
+int recv_substream(struct rcv *r, const struct stream_begin *b, const struct stream_prop *props,
+		   size_t nprops) FERRY_WUR;
+
+#endif

@@ -1,0 +1,119 @@
+/* recv/props.c — received properties (source "received"; the sender's
+ * storage policy and source path never), and the codec a substream's
+ * blocks are stored with. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static int excluded(struct rcv *r, const char *name)
+{
+	/* storage policy and the sender's source path are the receiver's own */
+	if (!strcmp(name, "compression") || !strcmp(name, "compress"))
+		return !(r->o->flags & RECV_KEEP_SOURCE_COMPRESSION);
+	if (!strcmp(name, "recordsize") || !strcmp(name, "source") || !strcmp(name, "volsize") ||
+	    !strcmp(name, "volblocksize"))
+		return 1;
+	for (size_t i = 0; i < r->o->nexclude; i++)
+		if (!strcmp(r->o->exclude[i], name))
+			return 1;
+	for (size_t i = 0; i < r->o->nset; i++)
+		if (!strcmp(r->o->set[i].name, name))
+			return 1;
+	return 0;
+}
+
+int recv_apply_props(struct rcv *r, const struct store_ds *ds, const struct stream_prop *pv,
+		       size_t n)
+{
+	int rc;
+	for (size_t i = 0; i < n; i++) {
+		if (excluded(r, pv[i].name))
+			continue;
+		struct store_propset ps = {pv[i].name, pv[i].value};
+		if ((rc = store_prop_set(r->p, ds, &ps, 1, STORE_SRC_RECEIVED)) < 0) {
+			/* a property this pool does not know or accept is skipped;
+			 * anything else (the disk, the catalogue) fails the receive */
+			if (rc != -FERR_PROP && rc != -FERR_NAME)
+				return rc;
+			ferry_err_clear();
+			r->st.props_skipped++;
+			continue;
+		}
+		r->st.props_received++;
+	}
+	if (r->o->nset && (rc = store_prop_set(r->p, ds, r->o->set, r->o->nset, STORE_SRC_LOCAL)) < 0)
+		return rc;
+	return 0;
+}
+
+/* The compression blocks of ds (or of a new dataset named name) get. */
+int recv_target_codec(struct rcv *r, const char *name, const struct store_ds *ds,
+			const struct stream_prop *pv, size_t n, struct codec_spec *c)
+{
+	for (size_t i = 0; i < r->o->nset; i++)
+		if (!strcmp(r->o->set[i].name, "compression") || !strcmp(r->o->set[i].name, "compress"))
+			return codec_parse(r->o->set[i].value, c);
+	if (r->o->flags & RECV_KEEP_SOURCE_COMPRESSION)
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(pv[i].name, "compression"))
+				return codec_parse(pv[i].value, c);
+	if (ds)
+		return store_ds_compression(r->p, ds, c);
+	/* a new dataset inherits from its nearest existing ancestor */
+	char anc[STORE_NAME_MAX + 1];
+	struct store_ds a;
+	snprintf(anc, sizeof anc, "%s", name);
+	for (;;) {
+		char *sl = strrchr(anc, '/');
+		if (!sl)
+			return ferry_err(FERR_NOENT, "no ancestor of '%s' exists", name);
+		*sl = 0;
+		int rc = store_ds_lookup(r->p, anc, &a);
+		if (rc == 0)
+			return store_ds_compression(r->p, &a, c);
+		if (rc != -FERR_NOENT)
+			return rc;
+		ferry_err_clear();
+	}
+}
+
+/* volsize (and volblocksize) of a new volume: the sender's, else the
+ * image rounded up to volblocksize (the sender's, else the default 16K). */
+int recv_volume_props(struct rcv *r, const struct sub *s, char *vs, size_t vsn,
+			    const char **vbs_s)
+{
+	struct fbuf rb;
+	struct node_entry e;
+	struct node_xattr *xa = NULL;
+	uint64_t vbs = 16384, vsz = 0;
+	int t, kind, rc;
+	*vbs_s = NULL;
+	fbuf_init(&rb, NODE_MAX);
+	rc = store_pnodes_read(r->pn, s->b->root_hash, &t, &rb);
+	if (rc == 0)
+		rc = node_root_decode(rb.data, rb.len, &kind, &e, &xa);
+	for (size_t i = 0; rc == 0 && i < s->nprops; i++) {
+		if (!strcmp(s->props[i].name, "volblocksize")) {
+			*vbs_s = s->props[i].value;
+			vbs = strtoull(s->props[i].value, NULL, 10);
+		} else if (!strcmp(s->props[i].name, "volsize")) {
+			vsz = strtoull(s->props[i].value, NULL, 10);
+		}
+	}
+	if (rc == 0) {
+		if (vbs == 0 || vbs > ((uint64_t)1 << 20)) {
+			vbs = 16384;
+			*vbs_s = NULL;
+		}
+		if (vsz < e.size || vsz % vbs)
+			vsz = e.size / vbs * vbs + (e.size % vbs ? vbs : 0);
+		if (vsz == 0)
+			vsz = vbs;
+		snprintf(vs, vsn, "%llu", (unsigned long long)vsz);
+	}
+	free(xa);
+	fbuf_release(&rb);
+	return rc;
+}

@@ -1,0 +1,218 @@
+/* recv/verify.c — the walk at END: the new tree walked once (shared
+ * subtrees once), spans and types checked, blocks of earlier snapshots
+ * referenced, and every object of the stream reached. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static int reach(struct rcv *r, char kind, const uint8_t *hash)
+{
+	uint8_t key[KEY_LEN];
+	int rc;
+	recv_key(key, kind, hash);
+	if ((rc = store_hset_add(r->seen, key, sizeof key, 0)) <= 0)
+		return rc;
+	if ((rc = store_hset_get(r->objs, key, sizeof key, NULL)) < 0)
+		return rc;
+	r->reached += (uint64_t)rc;
+	return 0;
+}
+
+static int walk_rd(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, struct fbuf *out)
+{
+	struct rcv *r = arg;
+	int rc;
+	if ((rc = store_pnodes_read(r->pn, hash, type, out)) < 0)
+		return rc;
+	return reach(r, 'N', hash);
+}
+
+static int walk_block(struct rcv *r, const uint8_t *hash, uint64_t len)
+{
+	uint8_t key[KEY_LEN];
+	uint32_t ls = 0;
+	int rc, v = 0, in;
+	recv_key(key, 'B', hash);
+	if ((rc = store_hset_get(r->seen, key, sizeof key, &v)) < 0)
+		return rc;
+	if (rc == 1)
+		return (uint64_t)v == len ? 0 : recv_hash_err(FERR_CORRUPT, "block referenced with two sizes", hash);
+	/* blocks of this stream were referenced as they came; others must be
+	 * in the pool (or, dry running, in an earlier substream) */
+	if ((in = store_hset_get(r->objs, key, sizeof key, &v)) < 0)
+		return in;
+	if (in) {
+		ls = (uint32_t)v;
+		r->reached++;
+	} else if ((rc = recv_have_block(r, hash, &ls)) <= 0) {
+		return rc < 0 ? rc : recv_hash_err(FERR_CORRUPT, "dangling reference to block", hash);
+	}
+	if (ls != len)
+		return recv_hash_err(FERR_CORRUPT, "reference with the wrong size to block", hash);
+	if ((rc = store_hset_add(r->seen, key, sizeof key, (int)len)) < 0)
+		return rc;
+	if (!in && !r->dryrun && (rc = store_writer_ref(r->w, hash)) < 0)
+		return rc;
+	return 0;
+}
+
+static int walk_bl(struct rcv *r, int type, const uint8_t *hash, uint64_t span, int depth)
+{
+	uint8_t vkey[VKEY_LEN];
+	struct fbuf b;
+	struct node_extent *x = NULL;
+	struct node_index_child *k = NULL;
+	size_t n = 0;
+	uint64_t sum = 0;
+	int rc, t;
+	vkey[0] = 'L';
+	memcpy(vkey + 1, hash, FERRY_HASH_LEN);
+	put_le64(vkey + 1 + FERRY_HASH_LEN, span);
+	if ((rc = store_hset_get(r->seen, vkey, sizeof vkey, NULL)) != 0)
+		return rc < 0 ? rc : 0;
+	if (depth > NODE_DEPTH_MAX)
+		return ferry_err(FERR_CORRUPT, "blocklist deeper than %d levels", NODE_DEPTH_MAX);
+	fbuf_init(&b, NODE_MAX);
+	if ((rc = walk_rd(r, hash, &t, &b)) < 0)
+		goto out;
+	if (t != type) {
+		rc = recv_hash_err(FERR_CORRUPT, "node of the wrong type:", hash);
+		goto out;
+	}
+	if (t == NODE_BLOCKLIST) {
+		if ((rc = node_bl_decode(b.data, b.len, &x, &n)) < 0)
+			goto out;
+		for (size_t i = 0; i < n; i++)
+			if (u64_add(sum, x[i].len, &sum) < 0) {
+				rc = ferry_err(FERR_CORRUPT, "blocklist span overflows");
+				goto out;
+			}
+		if (sum != span) {
+			rc = ferry_err(FERR_CORRUPT, "blocklist covers %llu bytes, its file %llu",
+				       (unsigned long long)sum, (unsigned long long)span);
+			goto out;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (!x[i].hole && (rc = walk_block(r, x[i].hash, x[i].len)) < 0)
+				goto out;
+	} else if (t == NODE_BLOCKLIST_INDEX) {
+		if ((rc = node_bli_decode(b.data, b.len, &k, &n)) < 0)
+			goto out;
+		for (size_t i = 0; i < n; i++)
+			if (u64_add(sum, k[i].span, &sum) < 0) {
+				rc = ferry_err(FERR_CORRUPT, "blocklist index span overflows");
+				goto out;
+			}
+		if (sum != span) {
+			rc = ferry_err(FERR_CORRUPT, "blocklist index covers %llu bytes, expected %llu",
+				       (unsigned long long)sum, (unsigned long long)span);
+			goto out;
+		}
+		fbuf_release(&b);
+		for (size_t i = 0; i < n; i++)
+			if ((rc = walk_bl(r, k[i].type, k[i].hash, k[i].span, depth + 1)) < 0)
+				goto out;
+	} else {
+		rc = ferry_err(FERR_CORRUPT, "a file points to a node of type %d", t);
+		goto out;
+	}
+	rc = store_hset_add(r->seen, vkey, sizeof vkey, 0);
+	if (rc > 0)
+		rc = 0;
+out:
+	free(x);
+	free(k);
+	fbuf_release(&b);
+	return rc;
+}
+
+/* The tree walk at END (node_tree_walk): a directory reached before is
+ * not walked again ('D' key in seen, added when it is left). */
+static int wd_enter(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], unsigned level)
+{
+	struct rcv *r = arg;
+	uint8_t vkey[KEY_LEN];
+	int rc;
+	recv_key(vkey, 'D', hash);
+	if ((rc = store_hset_get(r->seen, vkey, sizeof vkey, NULL)) != 0)
+		return rc;
+	return 0;
+}
+
+static int wd_entry(void *arg, const struct node_walk_entry *we)
+{
+	struct rcv *r = arg;
+	const struct node_entry *e = we->e;
+	if (e->ftype == NODE_F_REG && e->child_type)
+		return walk_bl(r, e->child_type, e->child, e->size, 0);
+	return 0;
+}
+
+static int wd_leave(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], unsigned level)
+{
+	struct rcv *r = arg;
+	uint8_t vkey[KEY_LEN];
+	recv_key(vkey, 'D', hash);
+	int rc = store_hset_add(r->seen, vkey, sizeof vkey, 0);
+	return rc < 0 ? rc : 0;
+}
+
+static int walk_dir(struct rcv *r, int type, const uint8_t *hash)
+{
+	static const struct node_walk_ops ops = {wd_enter, wd_entry, wd_leave};
+	return node_tree_walk(walk_rd, r, type, hash, &ops, r);
+}
+
+static int walk_tree(struct rcv *r, const struct stream_begin *b)
+{
+	struct node_entry e;
+	struct node_xattr *xa = NULL;
+	struct fbuf rb;
+	int rc, t, kind;
+	fbuf_init(&rb, NODE_MAX);
+	if ((rc = walk_rd(r, b->root_hash, &t, &rb)) < 0)
+		goto out;
+	if (t != NODE_EXT || (rc = node_root_decode(rb.data, rb.len, &kind, &e, &xa)) < 0) {
+		if (rc >= 0)
+			rc = ferry_err(FERR_CORRUPT, "the snapshot's root is not a root node");
+		goto out;
+	}
+	if ((kind == NODE_ROOT_VOLUME) != (b->ds_type == STREAM_DS_VOLUME)) {
+		rc = ferry_err(FERR_CORRUPT, "the root node's kind differs from the BEGIN's type");
+		goto out;
+	}
+	if (kind == NODE_ROOT_FILESYSTEM)
+		rc = walk_dir(r, e.child_type, e.child);
+	else if (e.child_type)
+		rc = walk_bl(r, e.child_type, e.child, e.size, 0);
+out:
+	free(xa);
+	fbuf_release(&rb);
+	return rc;
+}
+
+/* After END: every block stored, the whole new tree walked, and every
+ * object of the stream reached by that walk. */
+int recv_sub_verify(struct rcv *r, struct sub *s)
+{
+	const struct stream_begin *b = s->b;
+	int rc;
+	if ((rc = recv_blocks_drain(r)) < 0)
+		return rc;
+	if (b->from_guid && !r->objs_n) {
+		/* nothing changed: the root is the base's, already in the pool */
+		int t = 0;
+		if ((rc = store_pnodes_has_node(r->pn, b->root_hash, &t)) < 0)
+			return rc;
+		if (!rc || t != NODE_EXT)
+			return ferry_err(FERR_CORRUPT, "an empty incremental whose root is not in the "
+					 "pool");
+	}
+	if ((rc = walk_tree(r, b)) < 0)
+		return rc;
+	if (r->reached != r->objs_n)
+		return ferry_err(FERR_CORRUPT, "the stream carries %llu objects the snapshot does "
+				 "not use", (unsigned long long)(r->objs_n - r->reached));
+	return 0;
+}
