@@ -1,0 +1,296 @@
+/* send/emit.c — records out. Nodes and blocks go once per substream, each
+ * counted (the -n estimate is the sum of stream_size_* figures, exact);
+ * with -c and --compress the stored blocks are checked (and recompressed
+ * by the storage rule) on the pipeline's workers and their WRITEs encoded
+ * in order as they come back, before any other record. A damaged block is
+ * reported with the files that use it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define OUT_FLUSH ((size_t)1 << 20) /* stream bytes buffered before a write */
+
+/* One block being recompressed for --compress. */
+struct sjob {
+	uint8_t hash[FERRY_HASH_LEN];
+	uint32_t lsize;
+	struct codec_spec c, to;    /* as stored, and as asked */
+	struct fbuf in;             /* the stored payload */
+	struct store_block_loc loc; /* where it was read */
+	uint8_t *lbuf, *sbuf;
+	size_t sbuf_cap;
+	struct stream_write w;      /* the result, pointing into this job */
+};
+
+int send_flush(struct snd *s, int force)
+{
+	int r;
+	if (s->o->progress) {
+		uint64_t now = ferry_now_ns();
+		if (force || now - s->last_ns > 1000000000ull) {
+			struct send_progress pr = {s->cur, s->st.bytes, s->st.records};
+			s->o->progress(s->o->arg, &pr);
+			s->last_ns = now;
+		}
+	}
+	if (!s->enc || (!force && s->out.len < OUT_FLUSH))
+		return 0;
+	if ((r = stream_sink_flush(s->sink, &s->out)) < 0)
+		return r;
+	return 0;
+}
+
+/* Accounts one record of size bytes (a stream_size_* figure); appended by
+ * the encoder to s->out unless dry running. */
+int send_counted(struct snd *s, uint64_t size)
+{
+	s->st.bytes += size;
+	s->st.records++;
+	return send_flush(s, 0);
+}
+
+/* 1 when body record number seq+1 is to be written (not before a resume
+ * position); advances seq. */
+static int body_next(struct snd *s)
+{
+	s->seq++;
+	return s->seq > s->skip;
+}
+
+int send_node_known(struct snd *s, const uint8_t *hash)
+{
+	uint8_t key[KEY_LEN];
+	int r;
+	send_key(key, 'N', hash);
+	if (s->base && (r = store_hset_get(s->base, key, sizeof key, NULL)) != 0)
+		return r;
+	return store_hset_get(s->sent, key, sizeof key, NULL);
+}
+
+int send_emit_node(struct snd *s, const uint8_t *hash)
+{
+	uint8_t key[KEY_LEN];
+	int r, t;
+	if ((r = send_node_known(s, hash)) != 0)
+		return r < 0 ? r : 0;
+	send_key(key, 'N', hash);
+	if ((r = store_hset_add(s->sent, key, sizeof key, 0)) < 0)
+		return r;
+	if (!body_next(s))
+		return 0;
+	if ((r = store_node_read(s->rd, hash, &t, &s->node)) < 0)
+		return r;
+	s->st.nodes++;
+	if ((r = send_blocks_drain(s)) < 0)
+		return r;
+	if (s->enc && (r = stream_encode_node(s->enc, (uint8_t)t, s->node.data, s->node.len,
+					      &s->out)) < 0)
+		return r;
+	return send_counted(s, stream_size_node(s->node.len));
+}
+
+/* send_damage: the files of the snapshot being sent that use a block */
+struct users {
+	struct fbuf list;
+	unsigned n;
+};
+
+static int user_cb(void *arg, const char *path, size_t len)
+{
+	struct users *u = arg;
+	if (++u->n > 5)
+		return 0;
+	if ((u->list.len && fbuf_append(&u->list, ", ", 2) < 0) ||
+	    fbuf_putc(&u->list, '\'') < 0 || fbuf_append(&u->list, path, len) < 0 ||
+	    fbuf_putc(&u->list, '\'') < 0) {
+		ferry_err_clear();
+		return 1;
+	}
+	return 0;
+}
+
+/* err, met on block hash (already naming the block, its pack and offset),
+ * with the files of the snapshot being sent that use it added, as zpool
+ * status -v names the files a damaged block is in. Returns err's code. */
+static int send_damage(struct snd *s, const uint8_t *hash, int err)
+{
+	struct users u;
+	char msg[768];
+	int code = -err;
+	snprintf(msg, sizeof msg, "%s", ferry_errmsg(err));
+	if (err != -FERR_CORRUPT && err != -FERR_NOENT)
+		return err;
+	fbuf_init(&u.list, 4096);
+	u.n = 0;
+	if (store_block_users(s->rd, s->cur_root, hash, user_cb, &u) < 0)
+		ferry_err_clear(); /* the damage itself is what matters */
+	if (u.n)
+		err = ferry_err(code, "%s; %s uses it in %.*s%s", msg, s->cur, (int)u.list.len,
+				(const char *)u.list.data, u.n > 5 ? " and more" : "");
+	else
+		err = ferry_err(code, "%s", msg);
+	fbuf_release(&u.list);
+	return err;
+}
+
+/* The WRITE of logical block hash (a stream without -c): its content,
+ * unless dry running, which reads no data. */
+static int block_payload(struct snd *s, const uint8_t *hash, uint32_t lsize,
+			 struct stream_write *w)
+{
+	int r;
+	memcpy(w->hash, hash, FERRY_HASH_LEN);
+	w->lsize = lsize;
+	w->codec = CODEC_OFF;
+	w->level = 0;
+	w->psize = lsize;
+	w->data = NULL;
+	if (!s->enc)
+		return 0;
+	if ((r = store_block_read(s->rd, hash, s->lbuf, lsize)) < 0)
+		return send_damage(s, hash, r);
+	w->data = s->lbuf;
+	return 0;
+}
+
+/* On a worker: the stored block is checked (every block that leaves the
+ * pool is, as stored too), then goes through the storage rule for the
+ * codec asked (-c: its own, so it is kept): a zero block is encoded rather
+ * than made a hole, as the receiver's blocklist names it. */
+static int sjob_fn(void *jv, void *ctx)
+{
+	struct sjob *j = jv;
+	struct store_block out;
+	int r;
+	if ((r = store_block_verify(j->c, j->in.data, j->in.len, j->lsize, j->hash, j->lbuf,
+				    STREAM_BLOCK_MAX)) < 0)
+		return store_block_damage(j->hash, &j->loc, r);
+	struct store_block_in in = {.codec = j->c, .payload = j->in.data, .psize = j->in.len,
+				    .lsize = j->lsize, .hash = j->hash, .checked = 1,
+				    .content = j->c.id == CODEC_OFF ? NULL : j->lbuf};
+	struct store_block_bufs b = {NULL, 0, j->sbuf, j->sbuf_cap};
+	if ((r = store_block_rule(&in, j->to, STORE_ZERO_ENCODE, &b, &out)) < 0)
+		return r;
+	memcpy(j->w.hash, j->hash, FERRY_HASH_LEN);
+	j->w.lsize = j->lsize;
+	j->w.codec = out.codec.id;
+	j->w.level = out.codec.level;
+	j->w.psize = out.psize;
+	j->w.data = out.payload;
+	return 0;
+}
+
+/* Counts and (unless dry running) encodes one WRITE, in stream order. */
+static int put_write(struct snd *s, const struct stream_write *w)
+{
+	int r;
+	s->st.writes++;
+	s->st.block_lbytes += w->lsize;
+	s->st.block_pbytes += w->psize;
+	if (s->enc && (r = stream_encode_write(s->enc, w, &s->out)) < 0)
+		return r;
+	return send_counted(s, stream_size_write(w->psize));
+}
+
+/* A block back from the workers, in stream order: its WRITE encoded. */
+static int sjob_done(void *jv, int res, void *ctx)
+{
+	struct snd *s = ctx;
+	struct sjob *j = jv;
+	if (res < 0)
+		return send_damage(s, j->hash, res);
+	return put_write(s, &j->w);
+}
+
+static void sjob_release(void *jv, void *ctx)
+{
+	struct sjob *j = jv;
+	fbuf_release(&j->in);
+	free(j->lbuf);
+	free(j->sbuf);
+}
+
+static const struct pipeline_ops sjob_ops = {sjob_fn, sjob_done, NULL, sjob_release};
+
+/* Encodes every block in flight: before any record that follows them. */
+int send_blocks_drain(struct snd *s)
+{
+	return s->pl ? pipeline_drain(s->pl) : 0;
+}
+
+/* Reads block hash as stored and hands its check (and recompression) to
+ * the pipeline. */
+static int pend_submit(struct snd *s, const uint8_t *hash, uint32_t lsize)
+{
+	void *jv;
+	uint32_t ls;
+	int r;
+	if ((r = pipeline_job(s->pl, &jv)) < 0)
+		return r;
+	struct sjob *j = jv;
+	if (!j->lbuf) {
+		fbuf_init(&j->in, STORE_BLOCK_MAX + 64);
+		j->sbuf_cap = codec_bound(STREAM_BLOCK_MAX);
+		if (!(j->lbuf = malloc(STREAM_BLOCK_MAX)) || !(j->sbuf = malloc(j->sbuf_cap))) {
+			free(j->lbuf);
+			j->lbuf = NULL;
+			return ferry_err(FERR_NOMEM, "sending");
+		}
+	}
+	if ((r = store_block_read_stored(s->rd, hash, s->prefer, &j->c, &ls, &j->in)) < 0)
+		return send_damage(s, hash, r);
+	store_reader_last_loc(s->rd, &j->loc);
+	if (ls != lsize)
+		return ferry_err(FERR_CORRUPT, "block is %u bytes, its blocklist says %u", ls, lsize);
+	memcpy(j->hash, hash, FERRY_HASH_LEN);
+	j->lsize = lsize;
+	j->to = s->o->flags & SEND_RECOMPRESS ? s->o->codec : j->c; /* -c: as stored */
+	return pipeline_submit(s->pl, j);
+}
+
+/* The pipeline for -c and --compress, which check (and recompress) the
+ * stored blocks on every core; with one core the jobs run inline (a
+ * worker would only add hand-offs). */
+int send_blocks_init(struct snd *s, unsigned flags)
+{
+	unsigned threads = pipeline_threads(0);
+	if (!(flags & (SEND_RECOMPRESS | SEND_COMPRESSED)))
+		return 0;
+	return pipeline_new(&s->pl, threads > 1 ? threads : 0, threads * 4, sizeof(struct sjob),
+			    &sjob_ops, s);
+}
+
+int send_emit_block(struct snd *s, const uint8_t *hash, uint64_t len)
+{
+	uint8_t key[KEY_LEN];
+	int r, inbase = 0;
+	if (len == 0 || len > STREAM_BLOCK_MAX)
+		return ferry_err(FERR_LIMIT, "a block of %llu bytes does not fit in a stream",
+				 (unsigned long long)len);
+	send_key(key, 'B', hash);
+	if ((r = store_hset_add(s->sent, key, sizeof key, 0)) <= 0)
+		return r;
+	if (s->base_id && (inbase = store_snap_has_block(s->p, s->base_id, hash)) < 0)
+		return inbase;
+	if (s->base_blocks && (inbase = store_hset_get(s->base_blocks, key, sizeof key, NULL)) < 0)
+		return inbase;
+	if (!body_next(s))
+		return 0;
+	if (inbase) {
+		s->st.byrefs++;
+		if ((r = send_blocks_drain(s)) < 0)
+			return r;
+		if (s->enc && (r = stream_encode_byref(s->enc, hash, (uint32_t)len, &s->out)) < 0)
+			return r;
+		return send_counted(s, stream_size_byref());
+	}
+	if (s->flags & STREAM_F_COMPRESSED)
+		return pend_submit(s, hash, (uint32_t)len);
+	struct stream_write w;
+	memset(&w, 0, sizeof w);
+	if ((r = block_payload(s, hash, (uint32_t)len, &w)) < 0)
+		return r;
+	return put_write(s, &w);
+}
