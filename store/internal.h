@@ -161,8 +161,23 @@ void pack_tx_end(struct store_pool *p, int committed);
  * them is committed again. */
 int writer_persist(struct store_writer *w) FERRY_WUR;
 void writer_forget(struct store_writer *w);
+/* pack.c, for writer.c and reader.c: a lookup's step (1 row, 0 none, or
+ * an error); hash, codec and level bound to parameters 1-3; on error
+ * paths, an unlink (1 when done) and a sync of packs/ that keep the
+ * thread's error detail (what they miss is an orphan the next sweep takes). */
+int pack_step_exists(struct store_pool *p, sqlite3_stmt *st, const char *what) FERRY_WUR;
+int pack_bind_hash_codec(sqlite3_stmt *st, const uint8_t *hash, struct codec_spec c);
+int pack_unlink_quiet(struct store_pool *p, const char *name);
+int pack_sync_dir_quiet(struct store_pool *p);
+/* commit.c, inside a writer's commit: -FERR_EXISTS if ds has a snapshot
+ * name (full: ds@name); the snapshot row, its references (temp.w_refs)
+ * and figures, *id its row id. */
+int snap_name_free(struct store_pool *p, const struct store_ds *ds, const char *name,
+		   const char *full) FERRY_WUR;
+int snap_record(struct store_pool *p, const struct store_ds *ds, const char *name,
+		const uint8_t root[FERRY_HASH_LEN], uint64_t guid, uint64_t creation_ns,
+		int64_t *id) FERRY_WUR;
 
-/* Space figures of one snapshot id, from its block references. */
 /* Runs one statement with a single integer parameter. */
 int cat_exec_i64(struct store_pool *p, const char *sql, int64_t v) FERRY_WUR;
 /* -FERR_NOSPC with the one line a full disk gives, whatever failed:

@@ -1,0 +1,707 @@
+/* store/writer.c — the pack writer: the blocks, nodes and references of
+ * one snapshot being built, its packs, and their commit.
+ *
+ * What a writer has stored but not committed lives in TEMP tables of the
+ * pool's connection (w_new, w_nodes, w_refs), so memory stays bounded
+ * however large the snapshot; TEMP tables take no lock on the catalogue.
+ * Block bytes go through two buffers, one filled while the flusher writes
+ * the other; a pack's bytes are fsynced before the transaction that names
+ * them commits. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define WBUF_SIZE ((size_t)4 << 20)
+#define BATCH_OPS 4096
+
+struct wpack {
+	char name[32];
+	int fd;
+};
+
+/* The flusher: a pipeline of one worker and one slot that writes a full
+ * buffer to the open pack while the caller fills the other one, so the
+ * kernel's copy into the page cache and the start of writeback overlap
+ * hashing and compression instead of stalling the one thread that orders
+ * blocks. At most one buffer is in flight: taking the slot waits for it.
+ * The pipeline keeps the first error, so a buffer that did not reach its
+ * pack fails every later flush and the commit (which would otherwise name
+ * blocks never written); the writer is done for. */
+struct flush_job {
+	const uint8_t *data, *more; /* more: a block too big for a buffer, after its header */
+	size_t len, more_len;
+	int fd;
+	char pack[32];
+};
+
+struct store_writer {
+	struct store_pool *p;
+	struct pipeline *fl; /* the flusher, started on first use */
+	uint8_t *buf2;       /* the buffer not being filled */
+	int lock_fd;
+	struct wpack *packs; /* packs written since the last commit; the last is open */
+	size_t npacks, cap;
+	int cur;             /* index of the open pack, or -1 */
+	uint64_t cur_size;   /* its size including buffered bytes */
+	uint8_t *buf;
+	size_t buflen;
+	int in_batch;
+	unsigned batch_ops;
+	int last;            /* store_writer_last: the next commit is the last one */
+	int counted;         /* in catvfs_writers */
+	int act;             /* in the pool's activity record (act_begin) */
+	uint64_t blocks, bytes;
+	/* A failure that left the pending rows wrong (a batch that did not
+	 * commit, rows a commit could not clear): every later put, reference
+	 * and commit fails with it, rather than name blocks it does not have
+	 * or keep another snapshot's references. */
+	int err;
+	char errmsg[512];
+	sqlite3_stmt *st_has_main, *st_has_new, *st_ins_new, *st_ins_ref, *st_any_main,
+		*st_any_new, *st_node_main, *st_ins_node, *st_ref_main;
+};
+
+static const char temp_schema[] =
+	"CREATE TEMP TABLE IF NOT EXISTS w_new(hash BLOB NOT NULL, codec INTEGER NOT NULL,"
+	"  level INTEGER NOT NULL, pack TEXT NOT NULL, offset INTEGER NOT NULL,"
+	"  psize INTEGER NOT NULL, lsize INTEGER NOT NULL,"
+	"  PRIMARY KEY(hash, codec, level)) WITHOUT ROWID;"
+	"CREATE TEMP TABLE IF NOT EXISTS w_nodes(hash BLOB PRIMARY KEY, type INTEGER NOT NULL,"
+	"  data BLOB NOT NULL);"
+	"CREATE TEMP TABLE IF NOT EXISTS w_refs(hash BLOB NOT NULL, codec INTEGER NOT NULL,"
+	"  level INTEGER NOT NULL, PRIMARY KEY(hash, codec, level)) WITHOUT ROWID;"
+	"DELETE FROM temp.w_new; DELETE FROM temp.w_nodes; DELETE FROM temp.w_refs;";
+
+static void writer_finalize(struct store_writer *w)
+{
+	sqlite3_stmt **sts[] = {&w->st_has_main, &w->st_has_new, &w->st_ins_new, &w->st_ins_ref,
+				&w->st_any_main, &w->st_any_new, &w->st_node_main,
+				&w->st_ins_node, &w->st_ref_main};
+	for (size_t i = 0; i < sizeof sts / sizeof sts[0]; i++) {
+		sqlite3_finalize(*sts[i]);
+		*sts[i] = NULL;
+	}
+}
+
+static int flush_run(void *jv, void *ctx)
+{
+	struct flush_job *j = jv;
+	int r = io_write_full(j->fd, j->data, j->len);
+	if (r == 0 && j->more)
+		r = io_write_full(j->fd, j->more, j->more_len);
+	if (r < 0)
+		return ferry_err(-r, "writing pack '%s': %s", j->pack, ferry_errmsg(r));
+	/* Start writing these bytes back now, without waiting, so the fsync
+	 * before the commit finds little left to do: the disk works while the
+	 * workers compress. Only a hint: durability comes from that fsync,
+	 * which also reports what this would. */
+	(void)sync_file_range(j->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+	return 0;
+}
+
+static const struct pipeline_ops flush_ops = {flush_run, NULL, NULL, NULL};
+
+/* Waits until no buffer is in flight: 0, or the error of one that was
+ * (then and from now on). */
+static int flusher_wait(struct store_writer *w)
+{
+	return w->fl ? pipeline_drain(w->fl) : 0;
+}
+
+/* Closes the writer's packs since its last commit. With drop, the writer
+ * gives back what it wrote: those packs are nobody's (not in the
+ * catalogue: commit and writer_persist empty the list once they are) and
+ * are unlinked, so a failed capture or receive does not leave its bytes
+ * filling the disk until the next gc. */
+static void close_packs(struct store_writer *w, int drop)
+{
+	int removed = 0;
+	/* after a commit nothing is in flight; otherwise the packs are being
+	 * abandoned: a write still running ends before its fd is closed, one
+	 * not started never is, and its error does not matter (nor replaces
+	 * the one being reported) */
+	pipeline_cancel(w->fl);
+	for (size_t i = 0; i < w->npacks; i++) {
+		if (w->packs[i].fd >= 0)
+			close(w->packs[i].fd);
+		if (drop)
+			removed |= pack_unlink_quiet(w->p, w->packs[i].name);
+	}
+	if (removed)
+		(void)pack_sync_dir_quiet(w->p); /* else orphans after a crash, swept */
+	w->npacks = 0;
+	w->cur = -1;
+	w->cur_size = 0;
+	w->buflen = 0;
+}
+
+/* After a commit of the writer's packs: when that commit was nested in a
+ * transaction still open, the packs are the catalogue's only if that one
+ * commits, so the pool takes them over (and a share of the gc lock, so no
+ * orphan sweep can remove them meanwhile); see pack_tx_end. */
+static void writer_handoff(struct store_writer *w)
+{
+	struct store_pool *p = w->p;
+	if (p->tx_depth > 0 && w->npacks) {
+		if (p->tx_lock_fd < 0 && w->lock_fd >= 0)
+			p->tx_lock_fd = fcntl(w->lock_fd, F_DUPFD_CLOEXEC, 0);
+		for (size_t i = 0; i < w->npacks; i++) {
+			if (p->ntx_packs == p->cap_tx_packs) {
+				size_t nc = p->cap_tx_packs ? 2 * p->cap_tx_packs : 8;
+				void *nv = realloc(p->tx_packs, nc * sizeof *p->tx_packs);
+				if (!nv)
+					break; /* untracked: an orphan for the next sweep */
+				p->tx_packs = nv;
+				p->cap_tx_packs = nc;
+			}
+			memcpy(p->tx_packs[p->ntx_packs++], w->packs[i].name, 32);
+		}
+	}
+	close_packs(w, 0);
+}
+
+void pack_tx_end(struct store_pool *p, int committed)
+{
+	int removed = 0;
+	for (size_t i = 0; i < p->ntx_packs; i++)
+		if (!committed)
+			removed |= pack_unlink_quiet(p, p->tx_packs[i]);
+	if (removed)
+		(void)pack_sync_dir_quiet(p); /* else orphans after a crash, swept */
+	p->ntx_packs = 0;
+	if (p->tx_lock_fd >= 0)
+		close(p->tx_lock_fd);
+	p->tx_lock_fd = -1;
+}
+
+/* The gc lock for a new writer, shared. When it can be had exclusively
+ * instead, no writer or reader is alive anywhere (each holds it shared
+ * from before it creates a pack until after its commit or end), so a pack
+ * the catalogue does not name is a killed writer's: those are swept
+ * first, and the lock is then turned into a shared one. */
+static int writer_lock(struct store_pool *p, int *fd)
+{
+	char path[PATH_MAX];
+	int r, f;
+	if (pack_lock(p, 1, &f) < 0) {
+		ferry_err_clear();
+		return pack_lock(p, 0, fd);
+	}
+	if ((r = pack_sweep_orphans(p, NULL)) < 0) {
+		close(f);
+		return r;
+	}
+	while (flock(f, LOCK_SH) != 0) {
+		if (errno == EINTR)
+			continue;
+		snprintf(path, sizeof path, "%s/%s", p->path, PACK_GC_LOCK);
+		r = ferry_err_errno(errno, "cannot lock '%s'", path);
+		close(f);
+		return r;
+	}
+	*fd = f;
+	return 0;
+}
+
+int store_writer_new(struct store_pool *p, struct store_writer **out)
+{
+	struct store_writer *w = calloc(1, sizeof *w);
+	int r;
+	if (!w || !(w->buf = malloc(WBUF_SIZE)) || !(w->buf2 = malloc(WBUF_SIZE))) {
+		if (w)
+			free(w->buf);
+		free(w);
+		return ferry_err(FERR_NOMEM, "creating a pack writer");
+	}
+	w->p = p;
+	w->cur = -1;
+	w->lock_fd = -1;
+	act_begin(p);
+	w->act = 1;
+	if (p->flags & STORE_OPEN_RDONLY) {
+		r = ferry_err(FERR_PERM, "pool '%s' is open read-only", p->name);
+		goto fail;
+	}
+	if ((r = writer_lock(p, &w->lock_fd)) < 0)
+		goto fail;
+	/* captures and receives never eat into the reserve: they start only
+	 * with it whole, and their catalogue writes do not draw on it */
+	catvfs_writers(p->site, 1);
+	w->counted = 1;
+	if ((r = reserve_ensure(p, RESERVE_STRICT)) < 0)
+		goto fail;
+	if ((r = cat_exec(p, temp_schema)) < 0)
+		goto fail;
+	if ((r = cat_prepare(p, "SELECT 1 FROM main.blocks WHERE hash = ? AND codec = ? AND level = ?",
+			     &w->st_has_main)) < 0 ||
+	    (r = cat_prepare(p, "SELECT 1 FROM temp.w_new WHERE hash = ? AND codec = ? AND level = ?",
+			     &w->st_has_new)) < 0 ||
+	    (r = cat_prepare(p, "INSERT OR IGNORE INTO temp.w_new(hash, codec, level, pack, offset,"
+				" psize, lsize)"
+				" VALUES(?, ?, ?, ?, ?, ?, ?)", &w->st_ins_new)) < 0 ||
+	    (r = cat_prepare(p, "INSERT OR IGNORE INTO temp.w_refs(hash, codec, level) VALUES(?, ?, ?)",
+			     &w->st_ins_ref)) < 0 ||
+	    (r = cat_prepare(p, "SELECT codec, level FROM main.blocks WHERE hash = ? LIMIT 1",
+			     &w->st_any_main)) < 0 ||
+	    (r = cat_prepare(p, "SELECT codec, level FROM temp.w_new WHERE hash = ? LIMIT 1",
+			     &w->st_any_new)) < 0 ||
+	    (r = cat_prepare(p, "SELECT 1 FROM main.nodes WHERE hash = ?", &w->st_node_main)) < 0 ||
+	    (r = cat_prepare(p, "INSERT OR IGNORE INTO temp.w_nodes(hash, type, data) VALUES(?, ?, ?)",
+			     &w->st_ins_node)) < 0 ||
+	    (r = cat_prepare(p, "INSERT OR IGNORE INTO temp.w_refs(hash, codec, level)"
+				" SELECT hash, codec, level FROM main.blocks WHERE hash = ? LIMIT 1",
+			     &w->st_ref_main)) < 0)
+		goto fail;
+	*out = w;
+	return 0;
+fail:
+	store_writer_free(w);
+	return r;
+}
+
+static void writer_break(struct store_writer *w, int r, const char *what)
+{
+	if (w->err)
+		return;
+	w->err = r;
+	snprintf(w->errmsg, sizeof w->errmsg, "%s: %s", what, ferry_errmsg(r));
+}
+
+static int writer_broken(const struct store_writer *w)
+{
+	return w->err ? ferry_err(-w->err, "%s", w->errmsg) : 0;
+}
+
+/* Ends the batch of TEMP-table inserts: committed (kept) or rolled back. */
+static int batch_end(struct store_writer *w, int commit)
+{
+	int r;
+	if (!w->in_batch)
+		return 0;
+	w->in_batch = 0;
+	w->batch_ops = 0;
+	if ((r = cat_exec(w->p, commit ? "COMMIT" : "ROLLBACK")) < 0 && commit)
+		writer_break(w, r, "the writer's pending rows are lost");
+	return r;
+}
+
+/* Groups TEMP-table inserts into transactions of BATCH_OPS statements; a
+ * plain BEGIN takes no lock on the main catalogue until it writes to it. */
+static int batch_op(struct store_writer *w)
+{
+	int r;
+	if ((r = writer_broken(w)) < 0)
+		return r;
+	if (w->in_batch && ++w->batch_ops >= BATCH_OPS && (r = batch_end(w, 1)) < 0)
+		return r;
+	if (!w->in_batch && w->p->tx_depth == 0) {
+		if ((r = cat_exec(w->p, "BEGIN")) < 0)
+			return r;
+		w->in_batch = 1;
+	}
+	return 0;
+}
+
+void store_writer_free(struct store_writer *w)
+{
+	if (!w)
+		return;
+	(void)batch_end(w, 0); /* what it held goes with the writer */
+	writer_finalize(w);
+	/* The TEMP rows left behind are harmless: the next writer on this
+	 * connection clears them first (temp_schema), and closing the pool
+	 * drops them; clearing them here would cost a walk of every page. */
+	close_packs(w, 1);
+	pipeline_free(w->fl);
+	free(w->packs);
+	if (w->lock_fd >= 0)
+		close(w->lock_fd);
+	if (w->counted)
+		catvfs_writers(w->p->site, -1);
+	if (w->act)
+		act_end(w->p);
+	free(w->buf);
+	free(w->buf2);
+	free(w);
+}
+
+/* Hands the filled buffer to the flusher (started on first use) and goes on
+ * with the other one; the bytes reach the pack in the order they were put. */
+/* Queues len bytes of data (then more_len of more) for the open pack, once
+ * the write in flight is done. */
+static int flush_queue(struct store_writer *w, const uint8_t *data, size_t len,
+		       const uint8_t *more, size_t more_len)
+{
+	void *jv;
+	int r;
+	if (!w->fl && (r = pipeline_new(&w->fl, 1, 1, sizeof(struct flush_job), &flush_ops,
+					NULL)) < 0)
+		return r;
+	if ((r = pipeline_job(w->fl, &jv)) < 0) /* the write in flight is done */
+		return r;
+	struct flush_job *j = jv;
+	j->data = data;
+	j->len = len;
+	j->more = more;
+	j->more_len = more_len;
+	j->fd = w->packs[w->cur].fd;
+	snprintf(j->pack, sizeof j->pack, "%s", w->packs[w->cur].name);
+	return pipeline_submit(w->fl, j);
+}
+
+static int flush_buf(struct store_writer *w)
+{
+	int r;
+	if (!w->buflen)
+		return 0;
+	if ((r = flush_queue(w, w->buf, w->buflen, NULL, 0)) < 0)
+		return r;
+	uint8_t *t = w->buf;
+	w->buf = w->buf2;
+	w->buf2 = t;
+	w->buflen = 0;
+	return 0;
+}
+
+static int open_new_pack(struct store_writer *w)
+{
+	int r;
+	if (w->cur >= 0 && (r = flush_buf(w)) < 0)
+		return r;
+	int grown = VEC_GROW(w->packs, w->cap, w->npacks, 4, "opening a pack");
+	if (grown < 0)
+		return grown;
+	struct wpack *k = &w->packs[w->npacks];
+	if ((r = pack_create(w->p, &k->fd, k->name)) < 0)
+		return r;
+	w->cur = (int)w->npacks++;
+	w->cur_size = PACK_HDR_LEN;
+	return 0;
+}
+
+int store_writer_has(struct store_writer *w, const uint8_t hash[FERRY_HASH_LEN],
+		     struct codec_spec c)
+{
+	int r;
+	pack_bind_hash_codec(w->st_has_new, hash, c);
+	if ((r = pack_step_exists(w->p, w->st_has_new, "looking up a block")) != 0)
+		return r;
+	pack_bind_hash_codec(w->st_has_main, hash, c);
+	return pack_step_exists(w->p, w->st_has_main, "looking up a block");
+}
+
+static int add_ref(struct store_writer *w, const uint8_t *hash, struct codec_spec c)
+{
+	int r;
+	if ((r = batch_op(w)) < 0)
+		return r;
+	pack_bind_hash_codec(w->st_ins_ref, hash, c);
+	r = sqlite3_step(w->st_ins_ref) == SQLITE_DONE ? 0 : cat_err(w->p, "recording a block");
+	sqlite3_reset(w->st_ins_ref);
+	return r;
+}
+
+/* A full disk says so in one line, whichever write found it. */
+static int writer_err(struct store_writer *w, int r)
+{
+	return r == -FERR_NOSPC ? pool_nospace(w->p) : r;
+}
+
+static int writer_put(struct store_writer *w, const struct store_block *b, int *stored);
+
+int store_writer_put(struct store_writer *w, const struct store_block *b, int *stored)
+{
+	return writer_err(w, writer_put(w, b, stored));
+}
+
+static int writer_put(struct store_writer *w, const struct store_block *b, int *stored)
+{
+	uint8_t hdr[PACK_BLK_HDR_LEN];
+	int r;
+	if (stored)
+		*stored = 0;
+	if (b->form == BLOCK_HOLE)
+		return 0;
+	if ((r = writer_broken(w)) < 0)
+		return r;
+	if (b->psize == 0 || b->psize > b->lsize || b->lsize > STORE_BLOCK_MAX)
+		return ferry_err(FERR_INVAL, "block sizes %u/%u", b->psize, b->lsize);
+	pack_bind_hash_codec(w->st_has_main, b->hash, b->codec);
+	if ((r = pack_step_exists(w->p, w->st_has_main, "looking up a block")) < 0)
+		return r;
+	if (r == 1)
+		return add_ref(w, b->hash, b->codec);
+	if (w->cur < 0 || w->cur_size >= PACK_TARGET_SIZE)
+		if ((r = open_new_pack(w)) < 0)
+			return r;
+	uint64_t off = w->cur_size;
+	/* The row first: when this writer already holds the block the INSERT
+	 * OR IGNORE changes nothing and no byte is written. */
+	if ((r = batch_op(w)) < 0)
+		return r;
+	sqlite3_stmt *st = w->st_ins_new;
+	pack_bind_hash_codec(st, b->hash, b->codec);
+	sqlite3_bind_text(st, 4, w->packs[w->cur].name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, (int64_t)off);
+	sqlite3_bind_int64(st, 6, b->psize);
+	sqlite3_bind_int64(st, 7, b->lsize);
+	r = sqlite3_step(st) == SQLITE_DONE ? 0 : cat_err(w->p, "recording a block");
+	sqlite3_reset(st);
+	if (r < 0)
+		return r;
+	if (sqlite3_changes(w->p->db) == 0)
+		return add_ref(w, b->hash, b->codec);
+	pack_blk_hdr_put(hdr, b->codec, b->lsize, b->psize, b->hash);
+	size_t need = PACK_BLK_HDR_LEN + (size_t)b->psize;
+	if (w->buflen + need > WBUF_SIZE && (r = flush_buf(w)) < 0)
+		return r;
+	if (need > WBUF_SIZE) {
+		/* too big for a buffer: written from where it is, by the
+		 * flusher too (so a failure is kept), and waited for (the
+		 * payload is the caller's) */
+		if ((r = flush_queue(w, hdr, sizeof hdr, b->payload, b->psize)) < 0 ||
+		    (r = flusher_wait(w)) < 0)
+			return r;
+	} else {
+		memcpy(w->buf + w->buflen, hdr, sizeof hdr);
+		memcpy(w->buf + w->buflen + sizeof hdr, b->payload, b->psize);
+		w->buflen += need;
+	}
+	w->cur_size += need;
+	w->blocks++;
+	w->bytes += need;
+	if (stored)
+		*stored = 1;
+	return add_ref(w, b->hash, b->codec);
+}
+
+int store_writer_ref(struct store_writer *w, const uint8_t hash[FERRY_HASH_LEN])
+{
+	int r;
+	/* The common case in one statement: a committed copy, not yet
+	 * referenced. Anything else (already referenced, or only in this
+	 * writer) takes the two lookups below. */
+	if ((r = batch_op(w)) < 0)
+		return r;
+	sqlite3_reset(w->st_ref_main);
+	sqlite3_bind_blob(w->st_ref_main, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
+	r = sqlite3_step(w->st_ref_main);
+	sqlite3_reset(w->st_ref_main);
+	if (r != SQLITE_DONE)
+		return cat_err(w->p, "recording a block");
+	if (sqlite3_changes(w->p->db) == 1)
+		return 0;
+	sqlite3_stmt *sts[2] = {w->st_any_main, w->st_any_new}; /* committed copies are the common case */
+	for (int i = 0; i < 2; i++) {
+		sqlite3_stmt *st = sts[i];
+		sqlite3_reset(st);
+		sqlite3_bind_blob(st, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
+		int s = sqlite3_step(st);
+		if (s == SQLITE_ROW) {
+			struct codec_spec c = {(uint8_t)sqlite3_column_int(st, 0),
+					       (uint8_t)sqlite3_column_int(st, 1)};
+			sqlite3_reset(st);
+			return add_ref(w, hash, c);
+		}
+		sqlite3_reset(st);
+		if (s != SQLITE_DONE)
+			return cat_err(w->p, "looking up a block");
+	}
+	char hex[FERRY_HASH_HEX];
+	hash_to_hex(hash, hex);
+	return ferry_err(FERR_NOENT, "block %s is not in the pool", hex);
+}
+
+int store_writer_put_node(struct store_writer *w, int type, const void *data, size_t len,
+			  uint8_t hash_out[FERRY_HASH_LEN])
+{
+	uint8_t h[FERRY_HASH_LEN];
+	int r;
+	if (type < 1 || type > 4 || len > NODE_MAX)
+		return ferry_err(FERR_INVAL, "node of type %d and %zu bytes", type, len);
+	node_hash(type, data, len, h);
+	/* One this writer already holds is ignored by the INSERT OR IGNORE.
+	 * One the pool already holds would be ignored by the commit's (nodes
+	 * are content-addressed, a copy is the same node), so only directory
+	 * and index nodes, which an incremental capture rebuilds unchanged,
+	 * are looked up first; a file's blocklist is new or rare. */
+	if (type != NODE_BLOCKLIST) {
+		sqlite3_reset(w->st_node_main);
+		sqlite3_bind_blob(w->st_node_main, 1, h, FERRY_HASH_LEN, SQLITE_STATIC);
+		if ((r = pack_step_exists(w->p, w->st_node_main, "looking up a node")) < 0)
+			return r;
+		if (r == 1) {
+			memcpy(hash_out, h, FERRY_HASH_LEN);
+			return 0;
+		}
+	}
+	if ((r = batch_op(w)) < 0)
+		return r;
+	sqlite3_stmt *st = w->st_ins_node;
+	sqlite3_reset(st);
+	sqlite3_bind_blob(st, 1, h, FERRY_HASH_LEN, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, type);
+	sqlite3_bind_blob(st, 3, len ? data : "", (int)len, SQLITE_STATIC);
+	r = sqlite3_step(st) == SQLITE_DONE ? 0 : cat_err(w->p, "recording a node");
+	sqlite3_reset(st);
+	if (r == 0)
+		memcpy(hash_out, h, FERRY_HASH_LEN);
+	return r;
+}
+
+void store_writer_pause(struct store_writer *w)
+{
+	(void)batch_end(w, 1); /* a failure breaks the writer: its next use says so */
+}
+
+void store_writer_last(struct store_writer *w)
+{
+	w->last = 1;
+}
+
+void store_writer_counters(const struct store_writer *w, uint64_t *blocks, uint64_t *bytes)
+{
+	*blocks = w->blocks;
+	*bytes = w->bytes;
+}
+
+/* Makes every pack written since the last commit durable: data, then the
+ * directory entries naming the new files. */
+static int sync_packs(struct store_writer *w)
+{
+	char dir[PATH_MAX];
+	int r;
+	if ((w->cur >= 0 && (r = flush_buf(w)) < 0) || (r = flusher_wait(w)) < 0)
+		return r;
+	for (size_t i = 0; i < w->npacks; i++) {
+		char what[64];
+		snprintf(what, sizeof what, "pack '%s'", w->packs[i].name);
+		if ((r = io_fsync(w->packs[i].fd, what)) < 0)
+			return r;
+	}
+	if (w->npacks) {
+		snprintf(dir, sizeof dir, "%s/%s", w->p->path, PACK_DIR);
+		if ((r = io_fsync_dir(dir)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Inside the caller's transaction: records the writer's packs with their
+ * sizes, then the blocks it stored in them. */
+static int writer_record_packs(struct store_writer *w)
+{
+	struct store_pool *p = w->p;
+	sqlite3_stmt *st = NULL;
+	int r;
+	if ((r = cat_prepare(p, "INSERT OR REPLACE INTO packs(id, name, size) VALUES("
+			       "(SELECT id FROM packs WHERE name = ?1), ?1, ?2)", &st)) < 0)
+		goto out;
+	for (size_t i = 0; i < w->npacks; i++) {
+		struct stat sb;
+		if (fstat(w->packs[i].fd, &sb) != 0) {
+			r = ferry_err_errno(errno, "cannot stat pack '%s'", w->packs[i].name);
+			goto out;
+		}
+		sqlite3_reset(st);
+		sqlite3_bind_text(st, 1, w->packs[i].name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, (int64_t)sb.st_size);
+		if (sqlite3_step(st) != SQLITE_DONE) {
+			r = cat_err(p, "recording a pack");
+			goto out;
+		}
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	r = cat_exec(p, "INSERT OR IGNORE INTO main.blocks(hash, codec, level, pack_id, offset,"
+		     " psize, lsize) SELECT n.hash, n.codec, n.level,"
+		     " (SELECT id FROM main.packs WHERE name = n.pack), n.offset, n.psize,"
+		     " n.lsize FROM temp.w_new n");
+out:
+	sqlite3_finalize(st);
+	return r;
+}
+
+int writer_persist(struct store_writer *w)
+{
+	struct store_pool *p = w->p;
+	int r;
+	if ((r = writer_broken(w)) < 0)
+		return r;
+	if ((r = sync_packs(w)) < 0)
+		return writer_err(w, r);
+	if ((r = batch_end(w, 1)) < 0 || (r = store_tx_begin(p)) < 0)
+		return r;
+	if ((r = writer_record_packs(w)) < 0) {
+		store_tx_rollback(p);
+		return r;
+	}
+	return store_tx_commit(p);
+}
+
+/* Clears the pending rows once a commit made them the catalogue's. If
+ * that fails they would count again for the writer's next snapshot (its
+ * references above all): the writer is broken, and its next use says so. */
+static void writer_clear(struct store_writer *w)
+{
+	int r = cat_exec(w->p, "DELETE FROM temp.w_new; DELETE FROM temp.w_nodes;"
+			       " DELETE FROM temp.w_refs;");
+	if (r < 0) {
+		writer_break(w, r, "the writer's committed rows cannot be cleared");
+		ferry_err_clear(); /* what was asked is done */
+	}
+}
+
+void writer_forget(struct store_writer *w)
+{
+	(void)batch_end(w, 0); /* a failed rollback leaves rows writer_clear removes */
+	writer_clear(w);
+	writer_handoff(w);
+}
+
+int store_writer_commit_snapshot(struct store_writer *w, const struct store_ds *ds,
+				 const char *name, const uint8_t root[FERRY_HASH_LEN],
+				 uint64_t guid, uint64_t creation_ns, int64_t *snap_id)
+{
+	struct store_pool *p = w->p;
+	char full[STORE_NAME_MAX + 2];
+	int64_t id = 0;
+	int r;
+
+	if (ds->type != STORE_DS_FILESYSTEM && ds->type != STORE_DS_VOLUME)
+		return ferry_err(FERR_INVAL, "'%s' is not a filesystem or volume", ds->name);
+	if (snprintf(full, sizeof full, "%s@%s", ds->name, name) >= (int)sizeof full - 1)
+		return ferry_err(FERR_NAME, "snapshot name '%s@%s' is too long", ds->name, name);
+	if ((r = store_name_check(full, STORE_NAME_SNAPSHOT)) < 0 || (r = writer_broken(w)) < 0)
+		return r;
+	if ((r = sync_packs(w)) < 0)
+		return writer_err(w, r);
+	if ((r = batch_end(w, 1)) < 0 || (r = store_tx_begin(p)) < 0)
+		return r;
+	if ((r = snap_name_free(p, ds, name, full)) < 0 || (r = writer_record_packs(w)) < 0 ||
+	    (r = cat_exec(p, "INSERT OR IGNORE INTO main.nodes(hash, type, data)"
+			     " SELECT hash, type, data FROM temp.w_nodes")) < 0 ||
+	    (r = snap_record(p, ds, name, root, guid, creation_ns, &id)) < 0) {
+		store_tx_rollback(p);
+		return r;
+	}
+	if ((r = store_tx_commit(p)) < 0)
+		return r;
+	/* Committed: forget the pending rows (unless no snapshot follows:
+	 * see store_writer_last) and start the next snapshot on a fresh pack
+	 * so no committed pack ever grows again. */
+	if (!w->last)
+		writer_clear(w);
+	writer_handoff(w);
+	if (snap_id)
+		*snap_id = id;
+	return 0;
+}
