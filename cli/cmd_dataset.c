@@ -554,7 +554,7 @@ int cmd_list(int argc, char **argv)
 		top = json_top("ferry list", &rs.json);
 	rc = for_targets(argc - optind, argv + optind, recursive ? (depth ? depth : -1) : 0, -1,
 			 "list", list_row, &rs);
-	if (nsort_keys)
+	if (nsort_keys && rs.n > 1)
 		qsort(rs.rows, rs.n, sizeof *rs.rows, row_cmp);
 	if (json) {
 		json_dumpf(top, stdout, JSON_INDENT(2));
