@@ -212,6 +212,27 @@ static int cat_lock_wait_ms(void)
 	return (int)(v * 1000);
 }
 
+/* After some failed statements (no memory, a full disk, an I/O error)
+ * SQLite may roll back the transaction by itself; the statements after
+ * it would then each commit on their own, a piece of what was meant to be
+ * all or nothing. So while a transaction of ours is open, no commit but
+ * its own may happen: the hook turns any other into a rollback, and a
+ * rollback we did not ask for marks the transaction lost, so its
+ * store_tx_commit fails and nothing of it stays. */
+static int cat_commit_hook(void *arg)
+{
+	struct store_pool *p = arg;
+	/* store_tx_commit's own COMMIT runs at depth 0 */
+	return p->tx_depth > 0; /* nonzero: roll back instead */
+}
+
+static void cat_rollback_hook(void *arg)
+{
+	struct store_pool *p = arg;
+	if (p->tx_depth > 0) /* not store_tx_rollback's own ROLLBACK, at depth 0 */
+		p->tx_lost = p->tx_failed = 1;
+}
+
 int cat_open(struct store_pool *p, int create)
 {
 	char file[PATH_MAX + 32];
@@ -241,6 +262,8 @@ int cat_open(struct store_pool *p, int create)
 	}
 	sqlite3_busy_timeout(p->db, cat_lock_wait_ms());
 	sqlite3_extended_result_codes(p->db, 1);
+	sqlite3_commit_hook(p->db, cat_commit_hook, p);
+	sqlite3_rollback_hook(p->db, cat_rollback_hook, p);
 	if (!(p->flags & STORE_OPEN_RDONLY) &&
 	    (r = cat_exec(p, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;")) < 0)
 		return r;
@@ -311,7 +334,7 @@ int store_tx_begin(struct store_pool *p)
 		return ferry_err(FERR_INVAL, "a write inside a read snapshot of the catalogue");
 	if (p->tx_depth++ > 0)
 		return 0;
-	p->tx_failed = 0;
+	p->tx_failed = p->tx_lost = 0;
 	act_begin(p);
 	int r = cat_exec(p, "BEGIN IMMEDIATE");
 	if (r < 0) {
@@ -347,9 +370,12 @@ int store_tx_commit(struct store_pool *p)
 	if (--p->tx_depth > 0)
 		return 0;
 	if (p->tx_failed) {
-		if (cat_exec(p, "ROLLBACK") < 0) { /* the error below says it all */ }
+		if (!p->tx_lost && cat_exec(p, "ROLLBACK") < 0) { /* the error below says it all */ }
 		pack_tx_end(p, 0);
 		act_end(p);
+		if (p->tx_lost)
+			return ferry_err(FERR_CATALOG, "pool '%s': the catalogue rolled back a transaction "
+					 "after a failed statement; nothing of it was kept", p->name);
 		return ferry_err(FERR_CATALOG, "transaction aborted by an earlier error");
 	}
 	int r = cat_exec(p, "COMMIT");

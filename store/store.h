@@ -486,6 +486,10 @@ void store_writer_pause(struct store_writer *w);
  * rows for the writer's end instead of clearing them (a walk of every TEMP
  * page), so the writer must only be freed after that commit. */
 void store_writer_last(struct store_writer *w);
+/* 0 while the writer's pending rows are whole; else the (sticky) error of
+ * a batch the catalogue rolled back by itself after a failed statement:
+ * nothing pending may then be committed or saved as a partial receive. */
+int store_writer_intact(struct store_writer *w) FERRY_WUR;
 /* Physical bytes and blocks written to packs so far by this writer. */
 void store_writer_counters(const struct store_writer *w, uint64_t *blocks, uint64_t *bytes);
 
