@@ -89,6 +89,19 @@ int cat_prepare(struct store_pool *p, const char *sql, sqlite3_stmt **st)
 	return 0;
 }
 
+int cat_exec_i64(struct store_pool *p, const char *sql, int64_t v)
+{
+	sqlite3_stmt *st = NULL;
+	int r = cat_prepare(p, sql, &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(st, 1, v);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		r = cat_err(p, "updating the catalogue");
+	sqlite3_finalize(st);
+	return r;
+}
+
 static const char schema[] =
 	"CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
 	"CREATE TABLE datasets("

@@ -171,7 +171,7 @@ out:
 int store_pool_create(const char *name, const char *path,
 		      const struct store_propset *props, size_t nprops)
 {
-	char abs[PATH_MAX], tmp[PATH_MAX + 64], canon[STORE_USERPROP_VALUE_MAX + 1];
+	char abs[PATH_MAX], tmp[PATH_MAX + 64];
 	char parent[PATH_MAX], buf[64];
 	struct store_pool *p = NULL;
 	int r, created_dir = 0, existed = 0;
@@ -179,10 +179,8 @@ int store_pool_create(const char *name, const char *path,
 
 	if ((r = store_name_check(name, STORE_NAME_POOL)) < 0)
 		return r;
-	for (size_t i = 0; i < nprops; i++)
-		if ((r = store_prop_validate(props[i].name, props[i].value, STORE_DS_FILESYSTEM, 1,
-					     canon, sizeof canon)) < 0)
-			return r;
+	if ((r = prop_check_create(STORE_DS_FILESYSTEM, props, nprops)) < 0)
+		return r;
 	if ((r = abs_path(path, abs, sizeof abs)) < 0)
 		return r;
 	if (registry_get(name, tmp, sizeof tmp) == 0)
