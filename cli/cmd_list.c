@@ -319,21 +319,25 @@ static int for_targets(int argc, char **argv, int depth, int all_depth, const ch
 }
 
 static const char *default_list_cols = "name,used,available,referenced,source";
+static const char list_usage[] =
+	"usage: ferry list [-r] [-d depth] [-t type] [-o cols] [-s col] [-S col] [-H] [-p] "
+	"[--json] [DATASET]...";
 
-int cmd_list(int argc, char **argv)
+struct listopts {
+	const char *cols;        /* -o */
+	const char *sortcols[16]; /* -s and -S, in order */
+	int sortdesc[16];
+	size_t nsort;
+	int depth;               /* for for_targets: 0, -d's, or -1 (-r) */
+	int scripted, json;
+};
+
+/* Parses list's options into o and rs (types, -p); returns EXIT_OK or,
+ * after printing why, EXIT_USAGE. */
+static int list_options(int argc, char **argv, struct listopts *o, struct rowset *rs)
 {
 	static const struct option lopts[] = {{"json", no_argument, NULL, 'j'}, {0, 0, 0, 0}};
-	const char *cols = default_list_cols, *usage =
-		"usage: ferry list [-r] [-d depth] [-t type] [-o cols] [-s col] [-S col] [-H] [-p] "
-		"[--json] [DATASET]...";
-	const char *sortcols[16];
-	int sortdesc[16];
-	size_t nsort = 0;
-	int c, r, rc, recursive = 0, depth = 0, scripted = 0, json = 0;
-	struct rowset rs;
-	json_t *top = NULL;
-	memset(&rs, 0, sizeof rs);
-	rs.types = (1 << STORE_DS_FILESYSTEM) | (1 << STORE_DS_VOLUME);
+	int c, recursive = 0, depth = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+rd:t:o:s:S:Hp", lopts, NULL)) != -1) {
 		char *end;
@@ -346,128 +350,136 @@ int cmd_list(int argc, char **argv)
 			recursive = 1;
 			break;
 		case 't':
-			if (parse_types(optarg, &rs.types) < 0)
+			if (parse_types(optarg, &rs->types) < 0)
 				return cli_usage("bad type list '%s' (filesystem, volume, snapshot, bookmark, all)",
 						 optarg);
 			break;
-		case 'o': cols = optarg; break;
+		case 'o': o->cols = optarg; break;
 		case 's':
 		case 'S':
-			if (nsort == 16)
+			if (o->nsort == 16)
 				return cli_usage("too many sort columns");
-			sortcols[nsort] = optarg;
-			sortdesc[nsort++] = c == 'S';
+			o->sortcols[o->nsort] = optarg;
+			o->sortdesc[o->nsort++] = c == 'S';
 			break;
-		case 'H': scripted = 1; break;
-		case 'p': rs.exact = 1; break;
-		case 'j': json = 1; break;
-		default: return cli_bad_option(argv, usage);
+		case 'H': o->scripted = 1; break;
+		case 'p': rs->exact = 1; break;
+		case 'j': o->json = 1; break;
+		default: return cli_bad_option(argv, list_usage);
 		}
 	}
-	if (cli_split_list(cols, &rs.cols, &rs.ncols) < 0)
-		return cli_usage("bad column list '%s'", cols);
-	for (size_t i = 0; i < rs.ncols; i++)
-		if (!store_prop_known(rs.cols[i])) {
-			rc = cli_fail(ferry_err(FERR_PROP, "invalid property '%s'", rs.cols[i]),
-				      "cannot list");
-			goto out;
-		}
+	o->depth = recursive ? (depth ? depth : -1) : 0;
+	return EXIT_OK;
+}
+
+/* The columns of rs: -o's, then a hidden one for each sort key that is
+ * not among them (the same key twice sorts on the same column); fills
+ * sort_keys. *nshown is how many are printed: -o's, whatever -s says.
+ * Returns EXIT_OK or the exit code of the error it printed. */
+static int list_columns(struct rowset *rs, const struct listopts *o, size_t *nshown)
+{
+	if (cli_split_list(o->cols, &rs->cols, &rs->ncols) < 0)
+		return cli_usage("bad column list '%s'", o->cols);
+	for (size_t i = 0; i < rs->ncols; i++)
+		if (!store_prop_known(rs->cols[i]))
+			return cli_fail(ferry_err(FERR_PROP, "invalid property '%s'", rs->cols[i]),
+					"cannot list");
+	*nshown = rs->ncols;
+	size_t cap = rs->ncols;
 	nsort_keys = 0;
-	for (size_t k = 0; k < nsort; k++) {
+	for (size_t k = 0; k < o->nsort; k++) {
 		size_t i;
-		for (i = 0; i < rs.ncols; i++)
-			if (!strcmp(rs.cols[i], sortcols[k]))
-				break;
-		if (i == rs.ncols) {
-			/* sort on a property that is not shown: add a hidden column */
-			if (!store_prop_known(sortcols[k])) {
-				rc = cli_fail(ferry_err(FERR_PROP, "invalid property '%s'", sortcols[k]),
-					      "cannot sort");
-				goto out;
-			}
-			char **nc = realloc(rs.cols, (rs.ncols + 1) * sizeof *nc);
-			if (!nc || !(nc[rs.ncols] = strdup(sortcols[k]))) {
-				if (nc)
-					rs.cols = nc;
-				rc = cli_fail(ferry_err(FERR_NOMEM, "sorting"), "cannot list");
-				goto out;
-			}
-			rs.cols = nc;
-			i = rs.ncols++;
+		for (i = 0; i < rs->ncols && strcmp(rs->cols[i], o->sortcols[k]); i++)
+			;
+		if (i == rs->ncols) {
+			int r;
+			if (!store_prop_known(o->sortcols[k]))
+				return cli_fail(ferry_err(FERR_PROP, "invalid property '%s'",
+							  o->sortcols[k]), "cannot sort");
+			if ((r = VEC_GROW(rs->cols, cap, rs->ncols, 4, "sorting")) < 0)
+				return cli_fail(r, "cannot list");
+			if (!(rs->cols[rs->ncols] = strdup(o->sortcols[k])))
+				return cli_fail(ferry_err(FERR_NOMEM, "sorting"), "cannot list");
+			rs->ncols++;
 		}
-		sort_keys[nsort_keys++] = (struct sortkey){i, sortdesc[k]};
+		sort_keys[nsort_keys++] = (struct sortkey){i, o->sortdesc[k]};
 	}
-	size_t shown = rs.ncols;
-	for (size_t k = 0; k < nsort; k++)
-		if (sort_keys[k].col >= shown - 0 && strcmp(rs.cols[sort_keys[k].col], "") == 0)
-			shown--;
-	if (json)
-		top = json_top("ferry list", &rs.json);
-	rc = for_targets(argc - optind, argv + optind, recursive ? (depth ? depth : -1) : 0, -1,
-			 "list", list_row, &rs);
-	if (nsort_keys)
-		qsort(rs.rows, rs.n, sizeof *rs.rows, row_cmp);
-	if (json) {
-		json_dumpf(top, stdout, JSON_INDENT(2));
-		fputc('\n', stdout);
-		goto out;
-	}
-	/* Columns added only for sorting are not printed. */
-	size_t ncols = rs.ncols;
-	for (size_t k = 0; k < nsort; k++) {
-		int listed = 0;
-		char **v;
-		size_t n;
-		if (cli_split_list(cols, &v, &n) == 0) {
-			for (size_t i = 0; i < n; i++)
-				if (!strcmp(v[i], sortcols[k]))
-					listed = 1;
-			cli_free_list(v, n);
-		}
-		if (!listed && ncols > 0)
-			ncols--;
-	}
+	return EXIT_OK;
+}
+
+/* Prints the first ncols columns of rs's rows as a table: headers as zfs
+ * names them, sizes and ratios right-aligned. rc is the listing's exit
+ * code so far; returns it, or EXIT_FAIL after printing why. */
+static int list_print(const struct rowset *rs, size_t ncols, int scripted, int named, int rc)
+{
 	struct table t;
-	if ((r = table_init(&t, ncols)) < 0) {
-		rc = cli_fail(r, "cannot list");
-		goto out;
-	}
-	char (*hdrs)[64] = calloc(ncols ? ncols : 1, 64);
-	if (!hdrs) {
-		table_release(&t);
+	char (*hdrs)[64] = NULL;
+	char **cells = NULL;
+	int r;
+	if ((r = table_init(&t, ncols)) < 0)
+		return cli_fail(r, "cannot list");
+	if (!(hdrs = calloc(ncols ? ncols : 1, 64)) || !(cells = calloc(ncols ? ncols : 1, sizeof *cells))) {
 		rc = cli_fail(ferry_err(FERR_NOMEM, "listing"), "cannot list");
 		goto out;
 	}
 	for (size_t i = 0; i < ncols; i++) {
-		const char *h = col_header(rs.cols[i]);
+		const char *h = col_header(rs->cols[i]);
 		size_t j;
-		for (j = 0; !h && rs.cols[i][j] && j + 1 < 64; j++) {
-			char ch = rs.cols[i][j];
+		for (j = 0; !h && rs->cols[i][j] && j + 1 < 64; j++) {
+			char ch = rs->cols[i][j];
 			hdrs[i][j] = (char)(ch >= 'a' && ch <= 'z' ? ch - 32 : ch);
 		}
 		if (h)
 			snprintf(hdrs[i], 64, "%s", h);
 		else
 			hdrs[i][j] = 0;
-		int right = numeric_column(rs.cols[i]);
-		table_header(&t, i, hdrs[i], right);
+		table_header(&t, i, hdrs[i], numeric_column(rs->cols[i]));
 	}
-	char **cells = calloc(ncols ? ncols : 1, sizeof *cells);
-	for (size_t i = 0; cells && i < rs.n; i++) {
-		for (size_t c2 = 0; c2 < ncols; c2++)
-			cells[c2] = rs.exact ? rs.rows[i][c2].exact : rs.rows[i][c2].value;
+	for (size_t i = 0; i < rs->n; i++) {
+		for (size_t c = 0; c < ncols; c++)
+			cells[c] = rs->exact ? rs->rows[i][c].exact : rs->rows[i][c].value;
 		if ((r = table_add(&t, cells)) < 0) {
 			rc = cli_fail(r, "cannot list");
 			break;
 		}
 	}
-	free(cells);
-	if (rs.n > 0)
+	if (rs->n > 0)
 		table_print(&t, stdout, scripted);
-	else if (rc == EXIT_OK && !scripted && argc == optind)
+	else if (rc == EXIT_OK && !scripted && !named)
 		printf("no datasets available\n");
+out:
+	free(cells);
 	table_release(&t);
 	free(hdrs);
+	return rc;
+}
+
+int cmd_list(int argc, char **argv)
+{
+	struct listopts o;
+	struct rowset rs;
+	json_t *top = NULL;
+	size_t nshown = 0;
+	int rc;
+	memset(&o, 0, sizeof o);
+	memset(&rs, 0, sizeof rs);
+	o.cols = default_list_cols;
+	rs.types = (1 << STORE_DS_FILESYSTEM) | (1 << STORE_DS_VOLUME);
+	if ((rc = list_options(argc, argv, &o, &rs)) != EXIT_OK)
+		return rc;
+	if ((rc = list_columns(&rs, &o, &nshown)) != EXIT_OK)
+		goto out;
+	if (o.json)
+		top = json_top("ferry list", &rs.json);
+	rc = for_targets(argc - optind, argv + optind, o.depth, -1, "list", list_row, &rs);
+	if (nsort_keys)
+		qsort(rs.rows, rs.n, sizeof *rs.rows, row_cmp);
+	if (o.json) {
+		json_dumpf(top, stdout, JSON_INDENT(2));
+		fputc('\n', stdout);
+	} else {
+		rc = list_print(&rs, nshown, o.scripted, argc > optind, rc);
+	}
 out:
 	json_decref(top);
 	rowset_release(&rs);

@@ -39,6 +39,11 @@ ferry set recordsize=1M tank/a/b/c2
 is "$(ferry list -H -o name -s recordsize -r tank/a | tr '\n' ' ')" "tank/a/b/c tank/a tank/a/b tank/a/b/c2 " "list -s recordsize (numeric)"
 is "$(ferry list -H -o name -S recordsize -r tank/a | head -1)" "tank/a/b/c2" "list -S descending"
 is "$(ferry list -H -o name -S name -r tank/a | tr '\n' ' ')" "tank/a/b/c2 tank/a/b/c tank/a/b tank/a " "list -S name"
+# a sort key given twice, not among -o's columns: one hidden column, sorted
+# on twice, and the columns of -o printed with their header
+run ferry list -o name -s recordsize -S recordsize -r tank/a
+is "$rc:$(cat "$T/out")" "0:$(printf 'NAME\ntank/a/b/c\ntank/a\ntank/a/b\ntank/a/b/c2')" "list -o name -s P -S P: -o's column and header, sorted on P"
+is "$(ferry list -H -o name,avail -S recordsize -s available -r tank/a | awk -F'\t' '{print NF}' | sort -u)" "2" "hidden sort columns are never printed"
 
 # -H -p output parses: every row has the requested field count, numbers are numbers
 ferry get -r -H -p all tank > "$T/all.tsv"
