@@ -60,6 +60,9 @@ void catvfs_writers(struct cat_site *s, int delta);
  * returns how many. */
 enum { RESERVE_BEST, RESERVE_STRICT, RESERVE_REGROW };
 int reserve_ensure(struct store_pool *p, int mode) FERRY_WUR;
+/* reserve_ensure in a mode that never fails (RESERVE_BEST, RESERVE_REGROW),
+ * keeping the thread's error detail. */
+void reserve_grow(struct store_pool *p, int mode);
 uint64_t reserve_take(const char *dir, uint64_t want);
 
 /* Turns the last SQLite error on p into -FERR_CATALOG (or BUSY, NOSPC,

@@ -106,14 +106,10 @@ static void pool_free(struct store_pool *p)
 	if (p->site) {
 		/* the reserve may have been drawn on (by this command, or by a
 		 * read-only one before it, which cannot give it back): take it
-		 * back if the space is there now, keeping the error being
-		 * reported. After the close: SQLite's -wal and -shm are gone. */
-		struct ferry_errsave e;
-		ferry_err_save(&e);
-		if (reserve_ensure(p, (p->flags & STORE_OPEN_RDONLY) ? RESERVE_REGROW : RESERVE_BEST) < 0) {
-			/* not strict: never fails */
-		}
-		ferry_err_restore(&e);
+		 * back if the space is there now (reserve_grow keeps the error
+		 * being reported). After the close: SQLite's -wal and -shm are
+		 * gone. */
+		reserve_grow(p, (p->flags & STORE_OPEN_RDONLY) ? RESERVE_REGROW : RESERVE_BEST);
 	}
 	catvfs_site_put(p->site);
 	free(p->tx_packs);
@@ -168,6 +164,19 @@ out:
 	return r;
 }
 
+/* After a failed create that had removed the empty directory it was given
+ * (to rename the new pool onto it): puts it back with its mode. A failure
+ * is named after the error being reported. */
+static void restore_empty_dir(const char *abs, mode_t mode)
+{
+	struct ferry_errsave e;
+	ferry_err_save(&e);
+	if (io_mkdir(abs, mode) < 0)
+		ferry_err_restore_also(&e, "putting back the empty directory");
+	else
+		ferry_err_restore(&e);
+}
+
 int store_pool_create(const char *name, const char *path,
 		      const struct store_propset *props, size_t nprops)
 {
@@ -175,6 +184,7 @@ int store_pool_create(const char *name, const char *path,
 	char parent[PATH_MAX], buf[64];
 	struct store_pool *p = NULL;
 	int r, created_dir = 0, existed = 0;
+	mode_t old_mode = 0755;
 	struct stat st;
 
 	if ((r = store_name_check(name, STORE_NAME_POOL)) < 0)
@@ -195,6 +205,7 @@ int store_pool_create(const char *name, const char *path,
 		if (!empty)
 			return ferry_err(FERR_NOTEMPTY, "'%s' is not empty", abs);
 		existed = 1;
+		old_mode = st.st_mode & 07777;
 	} else if (errno != ENOENT) {
 		return ferry_err_errno(errno, "cannot use '%s'", abs);
 	}
@@ -249,7 +260,8 @@ int store_pool_create(const char *name, const char *path,
 	}
 	if ((r = io_rename(tmp, abs)) < 0) {
 		r = ferry_err(r, "cannot create '%s': %s", abs, ferry_errmsg(r));
-		if (existed && mkdir(abs, 0755) != 0) { /* best effort to restore it */ }
+		if (existed)
+			restore_empty_dir(abs, old_mode);
 		goto out;
 	}
 	created_dir = 0;
@@ -264,7 +276,8 @@ fail_tx:
 	goto out;
 undo:
 	rm_tree(abs);
-	if (existed && mkdir(abs, 0755) != 0) { /* best effort */ }
+	if (existed)
+		restore_empty_dir(abs, old_mode);
 out:
 	pool_free(p);
 	if (created_dir)

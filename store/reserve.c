@@ -119,6 +119,17 @@ out:
 	return r;
 }
 
+void reserve_grow(struct store_pool *p, int mode)
+{
+	struct ferry_errsave e;
+	if (mode == RESERVE_STRICT)
+		BUG("reserve_grow: a strict reserve can fail");
+	ferry_err_save(&e);
+	if (reserve_ensure(p, mode) < 0)
+		BUG("reserve_ensure failed in a mode that never fails");
+	ferry_err_restore(&e);
+}
+
 int pool_nospace(struct store_pool *p)
 {
 	struct statvfs v;
