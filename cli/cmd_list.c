@@ -418,7 +418,8 @@ static int list_print(const struct rowset *rs, size_t ncols, int scripted, int n
 	int r;
 	if ((r = table_init(&t, ncols)) < 0)
 		return cli_fail(r, "cannot list");
-	if (!(hdrs = calloc(ncols ? ncols : 1, 64)) || !(cells = calloc(ncols ? ncols : 1, sizeof *cells))) {
+	if (!(hdrs = calloc(ncols ? ncols : 1, 64)) ||
+	    !(cells = calloc(ncols ? ncols : 1, sizeof *cells))) {
 		rc = cli_fail(ferry_err(FERR_NOMEM, "listing"), "cannot list");
 		goto out;
 	}

@@ -246,21 +246,6 @@ void node_dir_release(struct node_dir *d)
 	memset(d, 0, sizeof *d);
 }
 
-static int grow(void **arr, size_t *cap, size_t n, size_t elem)
-{
-	if (n < *cap)
-		return 0;
-	size_t nc = *cap ? *cap * 2 : 16, bytes;
-	if (sz_mul(nc, elem, &bytes) < 0)
-		return ferry_err(FERR_OVERFLOW, "directory too large");
-	void *na = realloc(*arr, bytes);
-	if (!na)
-		return ferry_err(FERR_NOMEM, "decoding a directory");
-	*arr = na;
-	*cap = nc;
-	return 0;
-}
-
 struct dir_caps {
 	size_t ents, xas, bufs;
 };
@@ -278,11 +263,11 @@ static int dir_decode_caps(const uint8_t *buf, size_t len, struct node_dir *d, s
 	size_t first = d->n;
 	for (uint32_t i = 0; i < n; i++) {
 		struct node_xattr *xa = NULL;
-		if ((rc = grow((void **)&d->ents, &c->ents, d->n, sizeof *d->ents)) < 0)
+		if ((rc = VEC_GROW(d->ents, c->ents, d->n, 16, "decoding a directory")) < 0)
 			return rc;
 		rc = entry_decode(&r, &d->ents[d->n], &xa, 0);
 		if (xa) {
-			int g = grow((void **)&d->xas, &c->xas, d->nxas, sizeof *d->xas);
+			int g = VEC_GROW(d->xas, c->xas, d->nxas, 16, "decoding a directory");
 			if (g < 0) {
 				free(xa);
 				return g;
@@ -327,7 +312,7 @@ int node_dir_load(node_read_fn rdfn, void *arg, int type, const uint8_t hash[FER
 		goto out;
 	}
 	if (type == NODE_DIR) {
-		if ((r = grow((void **)&d->bufs, &caps.bufs, 0, sizeof *d->bufs)) < 0)
+		if ((r = VEC_GROW(d->bufs, caps.bufs, 0, 16, "decoding a directory")) < 0)
 			goto out;
 		size_t blen = ib.len;
 		d->bufs[d->nbufs++] = fbuf_detach(&ib, NULL);
@@ -369,7 +354,7 @@ int node_dir_load(node_read_fn rdfn, void *arg, int type, const uint8_t hash[FER
 			goto out;
 		}
 		size_t blen = b.len, before = d->n;
-		if ((r = grow((void **)&d->bufs, &caps.bufs, d->nbufs, sizeof *d->bufs)) < 0)
+		if ((r = VEC_GROW(d->bufs, caps.bufs, d->nbufs, 16, "decoding a directory")) < 0)
 			goto out;
 		d->bufs[d->nbufs++] = fbuf_detach(&b, NULL);
 		if ((r = dir_decode_caps(d->bufs[d->nbufs - 1], blen, d, &caps)) < 0)
@@ -395,7 +380,9 @@ out:
 	} else if (caps.ents > d->n && d->n) {
 		/* give back the growth slack (16 entries at least): a walk of a
 		 * deep tree holds one loaded directory per level */
-		struct node_entry *ne = realloc(d->ents, d->n * sizeof *d->ents);
+		size_t bytes;
+		struct node_entry *ne = sz_mul(d->n, sizeof *d->ents, &bytes) == 0
+						? realloc(d->ents, bytes) : NULL;
 		if (ne)
 			d->ents = ne;
 	}

@@ -213,7 +213,7 @@ static int user_names(struct store_pool *p, const struct store_ds *ds, char ***n
 {
 	sqlite3_stmt *st = NULL;
 	char **v = NULL;
-	size_t cnt = 0;
+	size_t cnt = 0, cap = 0;
 	int r = cat_prepare(p,
 		"WITH RECURSIVE anc(id, parent_id) AS ("
 		"  SELECT id, parent_id FROM datasets WHERE id = ?"
@@ -225,14 +225,12 @@ static int user_names(struct store_pool *p, const struct store_ds *ds, char ***n
 	sqlite3_bind_int64(st, 1, ds->id);
 	int s;
 	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		char **nv = realloc(v, (cnt + 1) * sizeof *v);
-		if (!nv || !(nv[cnt] = strdup((const char *)sqlite3_column_text(st, 0)))) {
-			if (nv)
-				v = nv;
+		if ((r = VEC_GROW(v, cap, cnt, 16, "listing properties")) < 0)
+			goto out;
+		if (!(v[cnt] = strdup((const char *)sqlite3_column_text(st, 0)))) {
 			r = ferry_err(FERR_NOMEM, "listing properties");
 			goto out;
 		}
-		v = nv;
 		cnt++;
 	}
 	if (s != SQLITE_DONE) {
