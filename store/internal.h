@@ -203,4 +203,23 @@ int space_pool_stats(struct store_pool *p, struct store_pool_stats *s) FERRY_WUR
 /* Space figures of one snapshot id, from its block references (pack.c). */
 int snap_figures(struct store_pool *p, int64_t snap_id, uint64_t *pbytes, uint64_t *lbytes) FERRY_WUR;
 
+/* ---- a bounded reader over node bytes (node.c, blocklist.c) -------------
+ * nrd_need before every read: "node is truncated" when fewer than n bytes
+ * are left; the nrd_u* then read little-endian fields without checking. */
+struct node_rd {
+	const uint8_t *p;
+	size_t len, pos;
+};
+
+static inline int nrd_need(struct node_rd *r, size_t n)
+{
+	if (r->len - r->pos < n)
+		return ferry_err(FERR_CORRUPT, "node is truncated");
+	return 0;
+}
+static inline uint8_t nrd_u8(struct node_rd *r) { return r->p[r->pos++]; }
+static inline uint16_t nrd_u16(struct node_rd *r) { uint16_t v = get_le16(r->p + r->pos); r->pos += 2; return v; }
+static inline uint32_t nrd_u32(struct node_rd *r) { uint32_t v = get_le32(r->p + r->pos); r->pos += 4; return v; }
+static inline uint64_t nrd_u64(struct node_rd *r) { uint64_t v = get_le64(r->p + r->pos); r->pos += 8; return v; }
+
 #endif
