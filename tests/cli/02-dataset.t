@@ -28,7 +28,7 @@ refused 1 "can be set only at creation" "volblocksize cannot change later" ferry
 
 # Default columns, headers and numbers
 run ferry list tank
-like "$(head -1 "$T/out")" "^NAME +USED +AVAIL +REFER +SOURCE$" "list header as zfs"
+like "$rc:$(head -1 "$T/out")" "^0:NAME +USED +AVAIL +REFER +SOURCE$" "list header as zfs"
 is "$(ferry list -H -p -o name,used,referenced,compressratio tank/a)" "$(printf 'tank/a\t0\t0\t1.00')" "-H -p figures"
 is "$(ferry get -H -o value compressratio,refcompressratio tank/a | tr '\n' ' ')" "1.00x 1.00x " "compressratio 1.00x"
 is "$(ferry get -H -o value used,logicalused,referenced,logicalreferenced,written tank/a | tr '\n' ' ')" "0B 0B 0B 0B 0B " "figures are 0 before data"
@@ -74,7 +74,7 @@ print("ok")' "$T/list.json"
 is "$rc:$(cat "$T/out")" "0:ok" "list --json parses, inherited source names the ancestor"
 ferry pool list --json > "$T/pools.json"
 run python3 -c 'import json,sys; print(list(json.load(open(sys.argv[1]))["pools"]))' "$T/pools.json"
-is "$(cat "$T/out")" "['tank']" "pool list --json parses"
+is "$rc:$(cat "$T/out")" "0:['tank']" "pool list --json parses"
 
 # Destroy
 refused 1 "has children" "destroy with children needs -r" ferry destroy tank/a

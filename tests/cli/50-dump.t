@@ -51,6 +51,7 @@ done
 
 # what was decoded before the error is still printed
 run ferry dump "$V/bad/trunc-before-end.stream"
+is "$rc" 1 "a truncated stream fails dump"
 like "$(cat "$T/out")" "^BEGIN record 0" "a bad stream's good records are printed"
 like "$(cat "$T/out")" "total records = 7" "and its summary"
 
