@@ -79,21 +79,33 @@ int cmd_create(int argc, char **argv)
 	return r < 0 ? cli_fail(r, "cannot create '%s'", name) : EXIT_OK;
 }
 
+/* What destroy -v prints: "would destroy NAME" (-n) or "will destroy
+ * NAME", with -p a tab after "destroy", as the snapshot form prints. */
+struct destroy_say {
+	const char *verb; /* "would" or "will" */
+	int exact;        /* -p */
+};
+
+static void say_destroy(const struct destroy_say *s, const char *name)
+{
+	printf(s->exact ? "%s destroy\t%s\n" : "%s destroy %s\n", s->verb, name);
+}
+
 static int print_would_destroy(struct store_pool *p, const struct store_ds *ds, void *arg)
 {
-	printf("%s destroy %s\n", (const char *)arg, ds->name);
+	say_destroy(arg, ds->name);
 	return 0;
 }
 
 static int print_snaps_destroy(struct store_pool *p, const struct store_snap *s, void *arg)
 {
-	printf("%s destroy %s\n", (const char *)arg, s->name);
+	say_destroy(arg, s->name);
 	return 0;
 }
 
 static int print_marks_destroy(struct store_pool *p, const struct store_bookmark *b, void *arg)
 {
-	printf("%s destroy %s\n", (const char *)arg, b->name);
+	say_destroy(arg, b->name);
 	return 0;
 }
 
@@ -107,9 +119,10 @@ static int print_tree_destroy(struct store_pool *p, const struct store_ds *ds, v
 
 int cmd_destroy(int argc, char **argv)
 {
-	const char *usage = "usage: ferry destroy [-r] [-n] [-v] DATASET | DATASET@SNAP[%SNAP][,SNAP]..."
-			    " | DATASET#BOOKMARK";
+	const char *usage = "usage: ferry destroy [-r] [-n] [-v] [-p] DATASET"
+			    " | DATASET@SNAP[%SNAP][,SNAP]... | DATASET#BOOKMARK";
 	int c, r, recursive = 0, dry = 0, verbose = 0;
+	struct destroy_say say = {"will", 0};
 	struct store_pool *p = NULL;
 	struct store_ds ds;
 	for (int i = 1; i < argc; i++) {
@@ -124,7 +137,7 @@ int cmd_destroy(int argc, char **argv)
 		case 'r': recursive = 1; break;
 		case 'n': dry = 1; break;
 		case 'v': verbose = 1; break;
-		case 'p': break;
+		case 'p': say.exact = 1; break;
 		default: return cli_bad_option(argv, usage);
 		}
 	}
@@ -138,15 +151,16 @@ int cmd_destroy(int argc, char **argv)
 		return cli_fail(r, "cannot destroy '%s'", name);
 	}
 	if (dry) {
+		say.verb = "would";
 		if (verbose && (r = store_ds_walk(p, &ds, recursive ? -1 : 0, print_tree_destroy,
-						 "would")) < 0) {
+						 &say)) < 0) {
 			store_pool_close(p);
 			return cli_fail(r, "cannot destroy '%s'", name);
 		}
 		store_pool_close(p);
 		return EXIT_OK;
 	}
-	if (verbose && (r = store_ds_walk(p, &ds, recursive ? -1 : 0, print_tree_destroy, "will")) < 0) {
+	if (verbose && (r = store_ds_walk(p, &ds, recursive ? -1 : 0, print_tree_destroy, &say)) < 0) {
 		store_pool_close(p);
 		return cli_fail(r, "cannot destroy '%s'", name);
 	}

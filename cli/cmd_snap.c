@@ -328,9 +328,11 @@ out:
 	return rc;
 }
 
+/* -R is -r and -f does nothing, as in zfs for a dataset without clones
+ * or mounts, which ferry never has: zfs scripts run unchanged. */
 int cmd_rollback(int argc, char **argv)
 {
-	const char *usage = "usage: ferry rollback [-r] SNAPSHOT";
+	const char *usage = "usage: ferry rollback [-r|-R] [-f] SNAPSHOT";
 	int c, recursive = 0, r;
 	optind = 1;
 	while ((c = getopt(argc, argv, "+rRf")) != -1) {
@@ -355,6 +357,7 @@ int cmd_rollback(int argc, char **argv)
 
 struct diff_out {
 	int types;
+	int scripted; /* -H: a rename's two paths tab-separated, no arrow */
 };
 
 static int diff_cb(void *arg, char change, char ftype, const char *path, size_t path_len,
@@ -369,7 +372,7 @@ static int diff_cb(void *arg, char change, char ftype, const char *path, size_t 
 	}
 	put_escaped(stdout, path, path_len);
 	if (newpath) {
-		fputs(" -> ", stdout);
+		fputs(d->scripted ? "\t" : " -> ", stdout);
 		put_escaped(stdout, newpath, newpath_len);
 	}
 	putchar('\n');
@@ -378,14 +381,16 @@ static int diff_cb(void *arg, char change, char ftype, const char *path, size_t 
 
 int cmd_diff(int argc, char **argv)
 {
-	const char *usage = "usage: ferry diff [-F] SNAPSHOT [SNAPSHOT|DATASET]";
+	const char *usage = "usage: ferry diff [-F] [-H] SNAPSHOT [SNAPSHOT|DATASET]";
 	int c, r;
 	struct diff_out d = {0};
 	optind = 1;
 	while ((c = getopt(argc, argv, "+FH")) != -1) {
 		if (c == 'F')
 			d.types = 1;
-		else if (c != 'H')
+		else if (c == 'H')
+			d.scripted = 1;
+		else
 			return cli_usage("%s", usage);
 	}
 	if (argc - optind < 1 || argc - optind > 2)
@@ -459,9 +464,12 @@ int cmd_gc(int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* -R is -r and -f does nothing (zfs: dependent clones, forced unmounts;
+ * ferry has neither). */
 int cli_snap_destroy(int argc, char **argv)
 {
-	const char *usage = "usage: ferry destroy [-r] [-n] [-v] [-p] DATASET@NAME[%NAME][,NAME]...";
+	const char *usage = "usage: ferry destroy [-r|-R] [-f] [-n] [-v] [-p] "
+			    "DATASET@NAME[%NAME][,NAME]...";
 	int c, r, recursive = 0, dry = 0, verbose = 0, exact = 0;
 	optind = 1;
 	while ((c = getopt(argc, argv, "+rRnvpf")) != -1) {
@@ -552,11 +560,12 @@ int cmd_bookmark(int argc, char **argv)
 	return EXIT_OK;
 }
 
-/* destroy [-n] [-v] [-p] DATASET#BOOKMARK (called by cmd_destroy for names
- * with '#'). A bookmark holds no blocks, so nothing is reclaimed. */
+/* destroy [-f] [-n] [-v] [-p] DATASET#BOOKMARK (called by cmd_destroy for
+ * names with '#'; -f does nothing, as for snapshots). A bookmark holds no
+ * blocks, so nothing is reclaimed. */
 int cli_bookmark_destroy(int argc, char **argv)
 {
-	const char *usage = "usage: ferry destroy [-n] [-v] [-p] DATASET#BOOKMARK";
+	const char *usage = "usage: ferry destroy [-f] [-n] [-v] [-p] DATASET#BOOKMARK";
 	int c, r, dry = 0, verbose = 0, exact = 0;
 	optind = 1;
 	while ((c = getopt(argc, argv, "+nvpf")) != -1) {

@@ -79,6 +79,13 @@ is "$rc:$(cat "$T/out")" "0:['tank']" "pool list --json parses"
 # Destroy
 refused 1 "has children" "destroy with children needs -r" ferry destroy tank/a
 is "$(ferry list -H -o name -r tank/a | wc -l)" "4" "refused destroy changed nothing"
+run ferry destroy -n -v -r tank/a/b
+is "$rc:$(cat "$T/out" | tr '\n' '|')" "0:would destroy tank/a/b|would destroy tank/a/b/c|would destroy tank/a/b/c2|" \
+	"destroy -n -v -r lists what it would destroy"
+run ferry destroy -n -v -p -r tank/a/b
+is "$rc:$(cat "$T/out" | tr '\n' '|')" "0:would destroy	tank/a/b|would destroy	tank/a/b/c|would destroy	tank/a/b/c2|" \
+	"destroy -n -v -p: a tab before each name"
+is "$(ferry list -H -o name -r tank/a | wc -l)" "4" "and -n destroyed nothing"
 run ferry destroy tank/a/b/c2; is "$rc" 0 "destroy a leaf"
 run ferry destroy -r tank/a; is "$rc" 0 "destroy -r"
 is "$(ferry list -H -o name -r tank | tr '\n' ' ')" "tank tank/vol tank/vol2 " "destroy -r removed the subtree"

@@ -69,13 +69,16 @@ is "$rc" 0 "diff -F runs"
 like "$(cat "$T/out")" "R	F	/d01/f01 -> /d02/renamed" "diff shows a rename"
 like "$(cat "$T/out")" "^\+	F	/d03/added$" "diff shows an addition"
 like "$(cat "$T/out")" "^-	F	/d04/f04$" "diff shows a removal"
+run ferry diff -H -F tank/fs@four @five
+like "$rc:$(grep '^R' "$T/out")" "^0:R	F	/d01/f01	/d02/renamed$" "diff -H: a rename's paths tab-separated, no arrow"
 run ferry diff tank/fs@four tank/fs@four
 is "$rc:$(cat "$T/out")" "0:" "a snapshot does not differ from itself"
 refused 1 "newer" "diff refuses reversed order" ferry diff tank/fs@five tank/fs@four
 
 # rollback drops later snapshots only with -r
 refused 1 "more recent snapshots" "rollback without -r refuses" ferry rollback tank/fs@two
-run ferry rollback -r tank/fs@two
+refused 2 "usage: ferry rollback \\[-r\\|-R\\] \\[-f\\] SNAPSHOT" "rollback's usage names -R and -f" ferry rollback -x tank/fs@two
+run ferry rollback -R -f tank/fs@two
 is "$rc" 0 "rollback -r"
 run ferry restore tank/fs@five "$T/r5"
 is "$rc" 1 "later snapshots are gone after rollback -r"
