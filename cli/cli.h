@@ -25,6 +25,14 @@ int cli_fail(int r, const char *fmt, ...) FERRY_PRINTF(2, 3);
 int cli_bad_option(char **argv, const char *usage);
 /* Prints "ferry: warning: <msg>" (one line). */
 void cli_warn(const char *fmt, ...) FERRY_PRINTF(1, 2);
+/* Opens the pool holding name (flags as store_pool_open's) and looks the
+ * dataset (or, with an '@', the snapshot, with a '#', the bookmark) up
+ * into *ds; returns EXIT_OK, or prints "cannot VERB 'name': why" and
+ * returns EXIT_FAIL (*pp is then NULL). */
+struct store_pool;
+struct store_ds;
+int cli_open_ds(const char *name, int flags, const char *verb, struct store_pool **pp,
+		struct store_ds *ds);
 
 int cmd_dump(int argc, char **argv);
 int cmd_pool(int argc, char **argv);

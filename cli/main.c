@@ -16,7 +16,7 @@ struct cli_cmd {
 static const struct cli_cmd commands[] = {
 	{"pool", cmd_pool, "pool create [-o prop=val]... NAME PATH | import PATH [NAME] | export NAME | list [-H] [-p] [--json] [NAME]... | status [NAME]..."},
 	{"create", cmd_create, "create [-p] [-V size [-b blocksize]] [-o prop=val]... DATASET"},
-	{"destroy", cmd_destroy, "destroy [-r] [-n] [-v] DATASET | DATASET@SNAP[%SNAP][,SNAP]... | DATASET#BOOKMARK"},
+	{"destroy", cmd_destroy, "destroy [-r] [-n] [-v] [-p] DATASET | destroy [-r|-R] [-f] [-n] [-v] [-p] DATASET@SNAP[%SNAP][,SNAP]... | destroy [-f] [-n] [-v] [-p] DATASET#BOOKMARK"},
 	{"list", cmd_list, "list [-r] [-d depth] [-t type] [-o cols] [-s col] [-S col] [-H] [-p] [--json] [DATASET]..."},
 	{"get", cmd_get, "get [-r] [-d depth] [-t type] [-H] [-p] [-o fields] [--json] PROP[,PROP]...|all DATASET|SNAPSHOT..."},
 	{"set", cmd_set, "set PROP=VALUE... DATASET..."},
@@ -24,8 +24,8 @@ static const struct cli_cmd commands[] = {
 	{"snapshot", cmd_snapshot, "snapshot [-r] [-v] [--cross-filesystems] [--from PATH] DATASET@NAME..."},
 	{"bookmark", cmd_bookmark, "bookmark DATASET@SNAP|DATASET#BOOKMARK DATASET#BOOKMARK"},
 	{"restore", cmd_restore, "restore [--file PATH]... [--force] [-v] SNAPSHOT DIR | restore [--file PATH]... --format tar|pax|zip SNAPSHOT"},
-	{"rollback", cmd_rollback, "rollback [-r] SNAPSHOT"},
-	{"diff", cmd_diff, "diff [-F] SNAPSHOT [SNAPSHOT|DATASET]"},
+	{"rollback", cmd_rollback, "rollback [-r|-R] [-f] SNAPSHOT"},
+	{"diff", cmd_diff, "diff [-F] [-H] SNAPSHOT [SNAPSHOT|DATASET]"},
 	{"gc", cmd_gc, "gc [-v] POOL"},
 	{"dump", cmd_dump, "dump [-v] [FILE]"},
 	{"send", cmd_send, "send [-c] [--compress=CODEC] [-p] [-i SNAP|-i #BOOKMARK|-I SNAP] [-R] [-n] [-v] [-P] SNAPSHOT | send [-v] -t TOKEN"},
@@ -38,7 +38,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: ferry COMMAND [OPTIONS] ...\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		fprintf(f, "  ferry %s\n", commands[i].summary);
-	fprintf(f, "\nexit codes: 0 ok, 1 failed (nothing changed), 2 usage error, 3 partial\n"
+	fprintf(f, "\nexit codes: 0 ok, 1 failed (nothing changed, but for what EXIT STATUS\n"
+		   "in ferry(8) names), 2 usage error, 3 partial\n"
 		   "see ferry(8) for details.\n");
 }
 

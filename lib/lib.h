@@ -80,6 +80,11 @@ struct ferry_errsave {
 };
 void ferry_err_save(struct ferry_errsave *s);
 void ferry_err_restore(const struct ferry_errsave *s);
+/* When the cleanup failed too: restores the saved detail with the
+ * cleanup's own after it, "SAVED (and then WHAT failed: DETAIL)", so the
+ * one line names both (WHAT: "removing pack 'x'"); with nothing saved,
+ * "WHAT failed: DETAIL". */
+void ferry_err_restore_also(const struct ferry_errsave *s, const char *what);
 
 /* ---- checked arithmetic: 0 on success, -FERR_OVERFLOW on overflow;
  * *out written only on success. */

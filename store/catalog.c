@@ -89,6 +89,19 @@ int cat_prepare(struct store_pool *p, const char *sql, sqlite3_stmt **st)
 	return 0;
 }
 
+int cat_exec_i64(struct store_pool *p, const char *sql, int64_t v)
+{
+	sqlite3_stmt *st = NULL;
+	int r = cat_prepare(p, sql, &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(st, 1, v);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		r = cat_err(p, "updating the catalogue");
+	sqlite3_finalize(st);
+	return r;
+}
+
 static const char schema[] =
 	"CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
 	"CREATE TABLE datasets("
@@ -355,41 +368,70 @@ int store_read_begin(struct store_pool *p)
 	return 0;
 }
 
+/* Leaves the transaction open on p's connection, if SQLite still has one
+ * (a failed COMMIT may have rolled it back already): 0 once the
+ * connection is out of it, else the ROLLBACK's error. A connection left
+ * inside a transaction could begin no other: every later write of the
+ * handle would fail with a misleading "cannot start a transaction". */
+static int tx_leave(struct store_pool *p)
+{
+	if (sqlite3_get_autocommit(p->db))
+		return 0;
+	int r = cat_exec(p, "ROLLBACK");
+	if (r < 0 && sqlite3_get_autocommit(p->db)) {
+		ferry_err_clear(); /* SQLite ended it anyway */
+		r = 0;
+	}
+	return r;
+}
+
+/* tx_leave on a path that reports an earlier failure: its detail stays
+ * first, and a ROLLBACK that failed is named after it. */
+static void tx_leave_after_error(struct store_pool *p)
+{
+	struct ferry_errsave e;
+	ferry_err_save(&e);
+	if (tx_leave(p) < 0)
+		ferry_err_restore_also(&e, "rolling the catalogue back");
+	else
+		ferry_err_restore(&e);
+}
+
 void store_read_end(struct store_pool *p)
 {
 	if (!p->read_tx)
 		return;
 	p->read_tx = 0;
-	if (cat_exec(p, "COMMIT") < 0) { /* nothing was written: nothing to lose */ }
+	/* nothing was written: a COMMIT that fails leaves the same state as
+	 * a ROLLBACK, which tx_leave then does, so the next transaction can
+	 * begin; the caller's detail is kept either way */
+	struct ferry_errsave e;
+	ferry_err_save(&e);
+	if (cat_exec(p, "COMMIT") < 0)
+		tx_leave_after_error(p);
+	ferry_err_restore(&e);
 }
 
 int store_tx_commit(struct store_pool *p)
 {
+	int r;
 	if (p->tx_depth <= 0)
 		return ferry_err(FERR_INVAL, "commit without a transaction");
 	if (--p->tx_depth > 0)
 		return 0;
 	if (p->tx_failed) {
-		if (!p->tx_lost && cat_exec(p, "ROLLBACK") < 0) { /* the error below says it all */ }
-		pack_tx_end(p, 0);
-		act_end(p);
 		if (p->tx_lost)
-			return ferry_err(FERR_CATALOG, "pool '%s': the catalogue rolled back a transaction "
-					 "after a failed statement; nothing of it was kept", p->name);
-		return ferry_err(FERR_CATALOG, "transaction aborted by an earlier error");
+			r = ferry_err(FERR_CATALOG, "pool '%s': the catalogue rolled back a transaction "
+				      "after a failed statement; nothing of it was kept", p->name);
+		else
+			r = ferry_err(FERR_CATALOG, "transaction aborted by an earlier error");
+		tx_leave_after_error(p);
+	} else if ((r = cat_exec(p, "COMMIT")) < 0) {
+		tx_leave_after_error(p);
 	}
-	int r = cat_exec(p, "COMMIT");
-	if (r < 0) {
-		char msg[512];
-		snprintf(msg, sizeof msg, "%s", ferry_errmsg(r));
-		if (cat_exec(p, "ROLLBACK") < 0) { /* already rolled back by SQLite */ }
-		pack_tx_end(p, 0);
-		act_end(p);
-		return ferry_err(-r, "%s", msg);
-	}
-	pack_tx_end(p, 1);
+	pack_tx_end(p, r == 0);
 	act_end(p);
-	return 0;
+	return r;
 }
 
 void store_tx_rollback(struct store_pool *p)
@@ -400,7 +442,8 @@ void store_tx_rollback(struct store_pool *p)
 		p->tx_failed = 1; /* the outermost commit will roll back */
 		return;
 	}
-	if (cat_exec(p, "ROLLBACK") < 0) { /* nothing more to undo */ }
+	/* on an error path: the caller's detail is the one reported */
+	tx_leave_after_error(p);
 	pack_tx_end(p, 0);
 	act_end(p);
 }
