@@ -42,6 +42,9 @@ int cmd_diff(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 int cmd_send(int argc, char **argv);
 int cmd_recv(int argc, char **argv);
+int cmd_hold(int argc, char **argv);    /* cmd_hold.c */
+int cmd_release(int argc, char **argv);
+int cmd_holds(int argc, char **argv);
 /* destroy of snapshots (DATASET@NAME, a%b ranges, -r -n -v -p); argv as
  * for cmd_destroy. cmd_destroy hands names containing '@' to it. */
 int cli_snap_destroy(int argc, char **argv);

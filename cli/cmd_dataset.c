@@ -176,6 +176,7 @@ struct rowset {
 	int types;        /* 1 << store_ds_type */
 	json_t *json;     /* datasets object when --json */
 	const char *json_source_mode;
+	const char *prefix; /* --prefix: snapshots and bookmarks named so */
 };
 
 static const char *col_header(const char *prop)
@@ -304,6 +305,9 @@ static int list_one(struct store_pool *p, const struct store_ds *ds, void *arg);
 static int list_snap(struct store_pool *p, const struct store_snap *s, void *arg)
 {
 	struct store_ds ds;
+	const char *pre = ((struct rowset *)arg)->prefix;
+	if (pre && strncmp(s->snapname, pre, strlen(pre)))
+		return 0;
 	store_snap_to_ds(s, &ds);
 	return list_one(p, &ds, arg);
 }
@@ -311,6 +315,9 @@ static int list_snap(struct store_pool *p, const struct store_snap *s, void *arg
 static int list_mark(struct store_pool *p, const struct store_bookmark *b, void *arg)
 {
 	struct store_ds ds;
+	const char *pre = ((struct rowset *)arg)->prefix;
+	if (pre && strncmp(b->markname, pre, strlen(pre)))
+		return 0;
 	store_bookmark_to_ds(b, &ds);
 	return list_one(p, &ds, arg);
 }
@@ -471,10 +478,11 @@ static const char *default_list_cols = "name,used,available,referenced,source";
 
 int cmd_list(int argc, char **argv)
 {
-	static const struct option lopts[] = {{"json", no_argument, NULL, 'j'}, {0, 0, 0, 0}};
+	static const struct option lopts[] = {{"json", no_argument, NULL, 'j'},
+					      {"prefix", required_argument, NULL, 'P'}, {0, 0, 0, 0}};
 	const char *cols = default_list_cols, *usage =
 		"usage: ferry list [-r] [-d depth] [-t type] [-o cols] [-s col] [-S col] [-H] [-p] "
-		"[--json] [DATASET]...";
+		"[--json] [--prefix PREFIX] [DATASET]...";
 	const char *sortcols[16];
 	int sortdesc[16];
 	size_t nsort = 0;
@@ -510,6 +518,7 @@ int cmd_list(int argc, char **argv)
 		case 'H': scripted = 1; break;
 		case 'p': rs.exact = 1; break;
 		case 'j': json = 1; break;
+		case 'P': rs.prefix = optarg; break;
 		default: return cli_bad_option(argv, usage);
 		}
 	}

@@ -16,14 +16,17 @@ struct cli_cmd {
 static const struct cli_cmd commands[] = {
 	{"pool", cmd_pool, "pool create [-o prop=val]... NAME PATH | import PATH [NAME] | export NAME | list [-H] [-p] [--json] [NAME]... | status [NAME]..."},
 	{"create", cmd_create, "create [-p] [-V size [-b blocksize]] [-o prop=val]... DATASET"},
-	{"destroy", cmd_destroy, "destroy [-r] [-n] [-v] DATASET | DATASET@SNAP[%SNAP][,SNAP]... | DATASET#BOOKMARK"},
-	{"list", cmd_list, "list [-r] [-d depth] [-t type] [-o cols] [-s col] [-S col] [-H] [-p] [--json] [DATASET]..."},
+	{"destroy", cmd_destroy, "destroy [-r] [-n] [-v] DATASET | [-d] DATASET@SNAP[%SNAP][,SNAP]... | DATASET#BOOKMARK"},
+	{"list", cmd_list, "list [-r] [-d depth] [-t type] [-o cols] [-s col] [-S col] [-H] [-p] [--json] [--prefix PREFIX] [DATASET]..."},
 	{"get", cmd_get, "get [-r] [-d depth] [-t type] [-H] [-p] [-o fields] [--json] PROP[,PROP]...|all DATASET|SNAPSHOT..."},
 	{"set", cmd_set, "set PROP=VALUE... DATASET..."},
 	{"inherit", cmd_inherit, "inherit [-r] [-S] PROP DATASET..."},
-	{"snapshot", cmd_snapshot, "snapshot [-r] [-v] [--cross-filesystems] [--from PATH] DATASET@NAME..."},
+	{"snapshot", cmd_snapshot, "snapshot [-r] [-v] [--cross-filesystems] [--from PATH] DATASET@NAME... | snapshot [-r] [-v] --auto[=LABEL] DATASET..."},
 	{"bookmark", cmd_bookmark, "bookmark DATASET@SNAP|DATASET#BOOKMARK DATASET#BOOKMARK"},
 	{"restore", cmd_restore, "restore [--file PATH]... [--force] [-v] SNAPSHOT DIR | restore [--file PATH]... --format tar|pax|zip SNAPSHOT"},
+	{"hold", cmd_hold, "hold [-r] TAG SNAPSHOT..."},
+	{"release", cmd_release, "release [-r] TAG SNAPSHOT..."},
+	{"holds", cmd_holds, "holds [-r] [-H] [-p] [--json] SNAPSHOT..."},
 	{"rollback", cmd_rollback, "rollback [-r] SNAPSHOT"},
 	{"diff", cmd_diff, "diff [-F] SNAPSHOT [SNAPSHOT|DATASET]"},
 	{"gc", cmd_gc, "gc [-v] POOL"},
@@ -68,6 +71,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ferry: cannot initialise libsodium\n");
 		return EXIT_FAIL;
 	}
+	if (ferry_now_check() < 0)
+		return cli_usage("%s", ferry_errmsg(-FERR_INVAL));
 	describe_self(argc, argv);
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		if (!strcmp(argv[1], commands[i].name))

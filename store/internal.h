@@ -109,6 +109,11 @@ int ds_destroy_contents(struct store_pool *p, const struct store_ds *ds) FERRY_W
 /* Deletes the bookmarks of ds (bookmark.c), inside the caller's transaction. */
 int bm_destroy_ds(struct store_pool *p, const struct store_ds *ds) FERRY_WUR;
 
+/* Holds (hold.c): -FERR_BUSY naming the first held snapshot of list, or of
+ * ds and its descendants; else 0. */
+int hold_check_destroy(struct store_pool *p, const struct store_snap *list, size_t n) FERRY_WUR;
+int hold_check_tree(struct store_pool *p, const struct store_ds *ds) FERRY_WUR;
+
 /* store_prop_set that also accepts create-only properties (create_time). */
 int prop_set(struct store_pool *p, const struct store_ds *ds,
 	     const struct store_propset *props, size_t n, int source, int create_time) FERRY_WUR;

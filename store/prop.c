@@ -42,6 +42,8 @@ static const struct prop_def props_table[] = {
 	{"source", PK_PATH, T_FS, SET_YES, 0, 1, "none"},
 	{"guid", PK_RO, T_FS | T_VOL | T_SNAP | T_BM, SET_NO, 0, 1, NULL},
 	{"createtxg", PK_RO, T_FS | T_VOL | T_SNAP | T_BM, SET_NO, 0, 1, NULL},
+	{"defer_destroy", PK_RO, T_SNAP, SET_NO, 0, 1, NULL},  /* destroy -d, hold.c */
+	{"userrefs", PK_RO, T_SNAP, SET_NO, 0, 1, NULL},       /* holds, hold.c */
 	{"usedbysnapshots", PK_RO, T_FS | T_VOL, SET_NO, 0, 1, NULL},
 	{"refcompressratio", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
 	{"written", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
@@ -259,6 +261,16 @@ static int readonly_value(struct store_pool *p, const struct store_ds *ds,
 		else if (r < 0)
 			return r;
 		snprintf(out->exact, sizeof out->exact, "%s", r == 0 ? pt.token : "-");
+	} else if (!strcmp(d->name, "userrefs")) {
+		uint64_t n = 0;
+		if ((r = store_hold_count(p, ds->id, &n)) < 0)
+			return r;
+		snprintf(out->exact, sizeof out->exact, "%" PRIu64, n);
+		out->numeric = 1;
+	} else if (!strcmp(d->name, "defer_destroy")) {
+		if ((r = store_snap_deferred(p, ds->id)) < 0)
+			return r;
+		snprintf(out->exact, sizeof out->exact, "%s", r ? "on" : "off");
 	} else if (!strcmp(d->name, "guid")) {
 		snprintf(out->exact, sizeof out->exact, "%" PRIu64, ds->guid);
 		out->numeric = 1;
