@@ -34,6 +34,10 @@ static const struct cli_cmd commands[] = {
 	{"send", cmd_send, "send [-c] [--compress=CODEC] [-p] [-i SNAP|-i #BOOKMARK|-I SNAP] [-R] [-n] [-v] [-P] SNAPSHOT | send [-v] -t TOKEN"},
 	{"recv", cmd_recv, "recv [-F] [-s] [-u] [-d|-e] [-n] [-v] [-o PROP=VAL]... [-x PROP]... [--keep-source-compression] TARGET | recv -A TARGET"},
 	{"receive", cmd_recv, "receive: same as recv"},
+	{"sync", cmd_sync, "sync [-r] [-n] [-v] [--json] [--no-intermediate] [--compress=auto|CODEC] [-o PROP=VAL]... [-x PROP]... [-F] [--wait[=SECS]] SOURCE POOL/DATASET|ssh://[USER@]HOST[:PORT]/POOL/DATASET"},
+	{"prune", cmd_prune, "prune [-r] [-n] [-v] [--json] [--keep-last N] [--keep-hourly N] [--keep-daily N] [--keep-weekly N] [--keep-monthly N] [--keep-yearly N] [--keep-within DURATION] [--prefix P] [--gc] DATASET..."},
+	{"shell", cmd_shell, "shell --scope POOL[/DATASET] [--append-only] [--read-only]  (an authorized_keys command)"},
+	{"sync-state", cmd_sync_state, "sync-state [-r] DATASET  (what the far side of an ssh sync answers)"},
 };
 
 static void usage(FILE *f)
@@ -41,7 +45,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: ferry COMMAND [OPTIONS] ...\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		fprintf(f, "  ferry %s\n", commands[i].summary);
-	fprintf(f, "\nexit codes: 0 ok, 1 failed (nothing changed), 2 usage error, 3 partial\n"
+	fprintf(f, "\nexit codes: 0 ok, 1 failed (nothing changed), 2 usage error, 3 partial,\n"
+		   "4 busy (sync: another sync of the same dataset and destination)\n"
 		   "see ferry(8) for details.\n");
 }
 
