@@ -22,9 +22,14 @@ ferry pool create -o compression=gzip-6 lbk "$W/p/lbk"
 ferry create lbk/local
 seq 1 100000 >"$W/src/n"
 ferry create -o source="$W/src" tank/a
+# the pseudo-ssh notes the far side's pid: a receive whose sender was
+# killed still saves its partial state when the killed sync has returned,
+# and the next one must find it done (as it would by the time a timer
+# runs again)
 cat >"$T/ssh" <<EOF
 #!/bin/sh
 while [ \$# -gt 1 ]; do shift; done
+echo \$\$ >>"$T/remote.pids"
 SSH_ORIGINAL_COMMAND=\$1 exec "$FERRY" shell --scope bk/remote --append-only
 EOF
 chmod +x "$T/ssh"
@@ -75,6 +80,10 @@ while read -r how k && [ "$kills" -lt "$KILLS" ]; do
 			"$FERRY" sync tank/a "$dest" >/dev/null 2>"$T/kerr"
 	fi
 	r=$?
+	while read -r p; do
+		while kill -0 "$p" 2>/dev/null; do sleep 0.05; done
+	done <"$T/remote.pids"
+	: >"$T/remote.pids"
 	[ "$r" = 0 ] && continue # K was past the end of this sync
 	kills=$((kills + 1))
 	if [ "$dest" = lbk/local/a ]; then locals=$((locals + 1))
