@@ -576,6 +576,15 @@ int sync_run(const char *src, const char *dest, const struct sync_opts *o)
 				 "HTTP client", dest);
 	if ((r = store_name_check(src, STORE_NAME_DATASET)) < 0)
 		return r;
+	if (u.d.kind == SYNC_DEST_LOCAL) {
+		size_t n = strlen(src);
+		/* with -r the tree would take its own copies along, run after run */
+		if (!strcmp(u.d.dataset, src) ||
+		    ((o->flags & SYNC_RECURSIVE) && !strncmp(u.d.dataset, src, n) && u.d.dataset[n] == '/'))
+			return ferry_err(FERR_INVAL, "the destination '%s' is %sthe source '%s'",
+					 u.d.dataset, strcmp(u.d.dataset, src) ? "inside the tree of " : "",
+					 src);
+	}
 	if (!(u.excl = calloc(NKEEP_PROPS + o->nexclude, sizeof *u.excl)))
 		return ferry_err(FERR_NOMEM, "syncing");
 	for (size_t i = 0; i < NKEEP_PROPS; i++)

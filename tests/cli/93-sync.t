@@ -141,6 +141,9 @@ refused 1 "http\(s\):// destinations: not yet: needs the HTTP client" "https is 
 	ferry sync tank/home https://backup.example/bk/x
 refused 1 "^ferry: cannot sync 'tank/nope' to 'bk/x': .*does not exist$" "a missing source" \
 	ferry sync tank/nope bk/x
+refused 1 "the destination 'tank/home/sub/x' is inside the tree of the source 'tank/home'" \
+	"-r into the source's own tree is refused" ferry sync -r tank/home tank/home/sub/x
+refused 1 "the destination 'tank/home' is the source" "so is a sync onto itself" ferry sync tank/home tank/home
 refused 2 "usage" "one operand" ferry sync tank/home
 refused 2 "compress" "a bad codec" ferry sync --compress=zip tank/home bk/x
 refused 1 "bad port" "a bad ssh URL" ferry sync tank/home ssh://h:0/bk/x
