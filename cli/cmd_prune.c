@@ -92,6 +92,23 @@ static const char prune_usage[] =
 	"[--keep-daily N] [--keep-weekly N] [--keep-monthly N] [--keep-yearly N] "
 	"[--keep-within DURATION] [--prefix P] [--gc] DATASET...";
 
+static const char prune_help[] =
+	"  --keep-last N            the N newest snapshots\n"
+	"  --keep-hourly N          the newest of each of the last N hours with snapshots\n"
+	"  --keep-daily N           ... of the last N days (--keep-weekly: ISO weeks,\n"
+	"  --keep-weekly N              --keep-monthly, --keep-yearly likewise); -1: all\n"
+	"  --keep-monthly N\n"
+	"  --keep-yearly N\n"
+	"  --keep-within DURATION   everything newer than the newest less DURATION (1y5m7d2h)\n"
+	"  --prefix P               look only at snapshots named P...\n"
+	"  -r                       every dataset of the tree, each by its own policy\n"
+	"  -n                       change nothing; print what prune would do\n"
+	"  -v                       also the snapshots kept, with why\n"
+	"  --json                   one JSON document\n"
+	"  --gc                     collect the pool's garbage afterwards\n"
+	"Without --keep-* options, each dataset's ferry:keep-* properties (set or inherited).\n"
+	"Never removed: held snapshots, each dataset's newest, sync bases.\n";
+
 int cmd_prune(int argc, char **argv)
 {
 	enum {
@@ -148,7 +165,7 @@ int cmd_prune(int argc, char **argv)
 			have_prefix = 1;
 			break;
 		case OPT_HELP:
-			printf("%s\n", prune_usage);
+			printf("%s\n%s", prune_usage, prune_help);
 			return EXIT_OK;
 		default:
 			return cli_bad_option(argv, prune_usage);

@@ -43,8 +43,11 @@ static void done_cb(void *arg, const struct sync_result *r)
 	char b[16], rate[16];
 	double secs = (double)r->ns / 1e9;
 	ui->ndone++;
-	if (r->status < 0)
+	if (r->status < 0) {
 		ui->nfailed++;
+		/* one line on stderr, --json or not */
+		fprintf(stderr, "ferry: sync %s -> %s: %s\n", r->source, r->dest, r->error);
+	}
 	if (ui->json) {
 		json_t *o = json_object(), *bl = json_object();
 		json_object_set_new(o, "source", json_string(r->source));
@@ -69,10 +72,8 @@ static void done_cb(void *arg, const struct sync_result *r)
 		json_array_append_new(ui->list, o);
 		return;
 	}
-	if (r->status < 0) {
-		fprintf(stderr, "ferry: sync %s -> %s: %s\n", r->source, r->dest, r->error);
+	if (r->status < 0)
 		return;
-	}
 	printf("%s -> %s: ", r->source, r->dest);
 	if (r->nosnap) {
 		printf("no snapshots to send\n");
