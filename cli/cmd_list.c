@@ -27,6 +27,7 @@ struct rowset {
 	int types;        /* 1 << store_ds_type */
 	json_t *json;     /* datasets object when --json */
 	const char *json_source_mode;
+	const char *prefix; /* --prefix: snapshots and bookmarks named so */
 };
 
 static const char *col_header(const char *prop)
@@ -155,6 +156,9 @@ static int list_one(struct store_pool *p, const struct store_ds *ds, void *arg);
 static int list_snap(struct store_pool *p, const struct store_snap *s, void *arg)
 {
 	struct store_ds ds;
+	const char *pre = ((struct rowset *)arg)->prefix;
+	if (pre && strncmp(s->snapname, pre, strlen(pre)))
+		return 0;
 	store_snap_to_ds(s, &ds);
 	return list_one(p, &ds, arg);
 }
@@ -162,6 +166,9 @@ static int list_snap(struct store_pool *p, const struct store_snap *s, void *arg
 static int list_mark(struct store_pool *p, const struct store_bookmark *b, void *arg)
 {
 	struct store_ds ds;
+	const char *pre = ((struct rowset *)arg)->prefix;
+	if (pre && strncmp(b->markname, pre, strlen(pre)))
+		return 0;
 	store_bookmark_to_ds(b, &ds);
 	return list_one(p, &ds, arg);
 }
@@ -321,7 +328,7 @@ static int for_targets(int argc, char **argv, int depth, int all_depth, const ch
 static const char *default_list_cols = "name,used,available,referenced,source";
 static const char list_usage[] =
 	"usage: ferry list [-r] [-d depth] [-t type] [-o cols] [-s col] [-S col] [-H] [-p] "
-	"[--json] [DATASET]...";
+	"[--json] [--prefix PREFIX] [DATASET]...";
 
 struct listopts {
 	const char *cols;        /* -o */
@@ -336,7 +343,8 @@ struct listopts {
  * after printing why, EXIT_USAGE. */
 static int list_options(int argc, char **argv, struct listopts *o, struct rowset *rs)
 {
-	static const struct option lopts[] = {{"json", no_argument, NULL, 'j'}, {0, 0, 0, 0}};
+	static const struct option lopts[] = {{"json", no_argument, NULL, 'j'},
+					      {"prefix", required_argument, NULL, 'P'}, {0, 0, 0, 0}};
 	int c, recursive = 0, depth = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+rd:t:o:s:S:Hp", lopts, NULL)) != -1) {
@@ -365,6 +373,7 @@ static int list_options(int argc, char **argv, struct listopts *o, struct rowset
 		case 'H': o->scripted = 1; break;
 		case 'p': rs->exact = 1; break;
 		case 'j': o->json = 1; break;
+		case 'P': rs->prefix = optarg; break;
 		default: return cli_bad_option(argv, list_usage);
 		}
 	}

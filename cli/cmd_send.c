@@ -53,7 +53,7 @@ static void progress_cb(void *arg, const struct send_progress *pr)
 {
 	struct send_ui *ui = arg;
 	char nice[16], tm[16];
-	time_t now = time(NULL);
+	time_t now = (time_t)(ferry_now_ns() / 1000000000u);
 	struct tm t;
 	if (!ui->verbose || ui->dry)
 		return;

@@ -124,12 +124,14 @@ int cmd_snapshot(int argc, char **argv)
 		{"from", required_argument, NULL, 'f'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"cross-filesystems", no_argument, NULL, 'X'},
+		{"auto", optional_argument, NULL, 'A'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *usage = "usage: ferry snapshot [-r] [-v] [--cross-filesystems] [--from PATH] "
-			    "DATASET@NAME...";
-	const char *from = NULL;
-	int c, recursive = 0, verbose = 0, cross_fs = 0, rc = EXIT_OK;
+			    "DATASET@NAME... | ferry snapshot [-r] [-v] --auto[=LABEL] DATASET...";
+	const char *from = NULL, *label = NULL;
+	char autosnap[STORE_NAME_MAX + 1] = "", autoname[2 * STORE_NAME_MAX + 2];
+	int c, recursive = 0, verbose = 0, cross_fs = 0, rc = EXIT_OK, autoname_on = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+rv", lo, NULL)) != -1) {
 		if (c == 'r')
@@ -140,7 +142,10 @@ int cmd_snapshot(int argc, char **argv)
 			from = optarg;
 		else if (c == 'X')
 			cross_fs = 1;
-		else
+		else if (c == 'A') {
+			autoname_on = 1;
+			label = optarg;
+		} else
 			return cli_bad_option(argv, usage);
 	}
 	if (optind >= argc)
@@ -149,8 +154,30 @@ int cmd_snapshot(int argc, char **argv)
 		return cli_usage("snapshot: --from and -r cannot be combined");
 	if (from && argc - optind > 1)
 		return cli_usage("snapshot: --from takes one snapshot name");
+	if (autoname_on) {
+		/* auto-YYYYMMDDTHHMMSSZ[-LABEL]: ISO 8601 basic format in UTC,
+		 * so names sort as their times do; one time for every dataset
+		 * named, as -r gives one name to the whole tree */
+		time_t t = (time_t)(ferry_now_ns() / 1000000000u);
+		struct tm tm;
+		char stamp[32];
+		gmtime_r(&t, &tm);
+		strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+		if (label && (!*label || strpbrk(label, "@#/%,")))
+			return cli_usage("snapshot: --auto=LABEL: '%s' is not a snapshot name part",
+					 label);
+		snprintf(autosnap, sizeof autosnap, "auto-%s%s%s", stamp, label ? "-" : "",
+			 label ? label : "");
+	}
 	for (int i = optind; i < argc; i++) {
 		const char *name = argv[i];
+		if (autoname_on) {
+			if (strchr(name, '@'))
+				return cli_usage("snapshot: with --auto, name datasets, not "
+						 "snapshots ('%s')", name);
+			snprintf(autoname, sizeof autoname, "%s@%s", name, autosnap);
+			name = autoname;
+		}
 		const char *at = strchr(name, '@');
 		struct store_pool *p = NULL;
 		struct store_ds ds;
@@ -468,12 +495,15 @@ int cmd_gc(int argc, char **argv)
  * ferry has neither). */
 int cli_snap_destroy(int argc, char **argv)
 {
-	const char *usage = "usage: ferry destroy [-r|-R] [-f] [-n] [-v] [-p] "
+	const char *usage = "usage: ferry destroy [-r|-R] [-d] [-f] [-n] [-v] [-p] "
 			    "DATASET@NAME[%NAME][,NAME]...";
-	int c, r, recursive = 0, dry = 0, verbose = 0, exact = 0;
+	int c, r, recursive = 0, dry = 0, verbose = 0, exact = 0, defer = 0;
 	optind = 1;
-	while ((c = getopt(argc, argv, "+rRnvpf")) != -1) {
+	while ((c = getopt(argc, argv, "+rRnvpfd")) != -1) {
 		switch (c) {
+		case 'd': /* zfs destroy -d: a held snapshot goes with its last hold */
+			defer = 1;
+			break;
 		case 'r':
 		case 'R':
 			recursive = 1;
@@ -515,7 +545,8 @@ int cli_snap_destroy(int argc, char **argv)
 		else
 			printf("%sreclaim %s\n", dry ? "would " : "", b);
 	}
-	if (!dry && (r = store_snap_destroy(p, list, n)) < 0)
+	if (!dry && (r = defer ? store_snap_destroy_defer(p, list, n, NULL)
+			       : store_snap_destroy(p, list, n)) < 0)
 		goto fail;
 	free(list);
 	store_pool_close(p);

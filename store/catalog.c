@@ -120,7 +120,7 @@ static const char schema[] =
 	"  source INTEGER NOT NULL," /* enum store_prop_source: local or received */
 	"  PRIMARY KEY(ds_id, name, source));";
 
-/* Blocks, nodes, snapshots, partial receives and bookmarks. Kept apart from the base schema
+/* Blocks, nodes, snapshots, partial receives, bookmarks and holds. Kept apart from the base schema
  * so pools made before these tables existed get them on their next open. */
 static const char schema_snap[] =
 	"CREATE TABLE IF NOT EXISTS packs("
@@ -186,7 +186,15 @@ static const char schema_snap[] =
 	"  root_type INTEGER NOT NULL,"
 	"  root BLOB NOT NULL,"
 	"  UNIQUE(ds_id, name));"
-	"CREATE INDEX IF NOT EXISTS bookmarks_guid ON bookmarks(ds_id, guid);";
+	"CREATE INDEX IF NOT EXISTS bookmarks_guid ON bookmarks(ds_id, guid);"
+	/* holds (store/hold.c): tags that keep a snapshot, and the snapshots
+	 * destroy -d left to go with their last hold */
+	"CREATE TABLE IF NOT EXISTS holds("
+	"  snap_id INTEGER NOT NULL REFERENCES snapshots(id) ON DELETE CASCADE,"
+	"  tag TEXT NOT NULL, creation_ns INTEGER NOT NULL,"
+	"  PRIMARY KEY(snap_id, tag)) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS defer_destroy("
+	"  snap_id INTEGER PRIMARY KEY REFERENCES snapshots(id) ON DELETE CASCADE);";
 
 int cat_schema_create(struct store_pool *p)
 {
@@ -200,7 +208,7 @@ int cat_schema_snap(struct store_pool *p)
 {
 	sqlite3_stmt *st = NULL;
 	int have = 0;
-	int r = cat_prepare(p, "SELECT count(*) FROM sqlite_master WHERE name = 'bookmarks'", &st);
+	int r = cat_prepare(p, "SELECT count(*) FROM sqlite_master WHERE name = 'holds'", &st);
 	if (r < 0)
 		return r;
 	if (sqlite3_step(st) == SQLITE_ROW)

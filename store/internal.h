@@ -143,6 +143,12 @@ int prop_check_changeable(int type) FERRY_WUR;
 /* Whether name may be inherited (zfs inherit); *canon is then its name
  * without an alias, borrowed from the rules or name. */
 int prop_check_inherit(const char *name, const char **canon) FERRY_WUR;
+
+/* Holds (hold.c): -FERR_BUSY naming the first held snapshot of list, or of
+ * ds and its descendants; else 0. */
+int hold_check_destroy(struct store_pool *p, const struct store_snap *list, size_t n) FERRY_WUR;
+int hold_check_tree(struct store_pool *p, const struct store_ds *ds) FERRY_WUR;
+
 /* store_prop_set that also accepts create-only properties (create_time). */
 int prop_set(struct store_pool *p, const struct store_ds *ds,
 	     const struct store_propset *props, size_t n, int source, int create_time) FERRY_WUR;

@@ -28,7 +28,7 @@ static int ds_insert(struct store_pool *p, const char *rel, int64_t parent_id, i
 	sqlite3_bind_text(st, 2, rel, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 3, type);
 	sqlite3_bind_int64(st, 4, (int64_t)ferry_random_guid());
-	sqlite3_bind_int64(st, 5, (int64_t)time(NULL));
+	sqlite3_bind_int64(st, 5, (int64_t)(ferry_now_ns() / 1000000000u));
 	sqlite3_bind_int64(st, 6, (int64_t)txg);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		r = cat_err(p, "creating dataset");
@@ -181,7 +181,7 @@ int store_ds_destroy_check(struct store_pool *p, const char *name, int recursive
 	if (nchild > 0 && !recursive)
 		return ferry_err(FERR_BUSY, "%s has children or snapshots (use -r to destroy them too)",
 				 store_ds_type_name(ds.type));
-	return 0;
+	return hold_check_tree(p, &ds);
 }
 
 int store_ds_destroy(struct store_pool *p, const char *name, int recursive)

@@ -109,6 +109,16 @@ static int readonly_value(struct store_pool *p, const struct store_ds *ds,
 		else if (r < 0)
 			return r;
 		snprintf(out->exact, sizeof out->exact, "%s", r == 0 ? pt.token : "-");
+	} else if (!strcmp(d->name, "userrefs")) {
+		uint64_t n = 0;
+		if ((r = store_hold_count(p, ds->id, &n)) < 0)
+			return r;
+		snprintf(out->exact, sizeof out->exact, "%" PRIu64, n);
+		out->numeric = 1;
+	} else if (!strcmp(d->name, "defer_destroy")) {
+		if ((r = store_snap_deferred(p, ds->id)) < 0)
+			return r;
+		snprintf(out->exact, sizeof out->exact, "%s", r ? "on" : "off");
 	} else if (!strcmp(d->name, "guid")) {
 		snprintf(out->exact, sizeof out->exact, "%" PRIu64, ds->guid);
 		out->numeric = 1;

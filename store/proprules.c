@@ -29,6 +29,8 @@ static const struct prop_def props_table[] = {
 	{"source", PK_PATH, T_FS, SET_YES, 0, 1, "none"},
 	{"guid", PK_RO, T_FS | T_VOL | T_SNAP | T_BM, SET_NO, 0, 1, NULL},
 	{"createtxg", PK_RO, T_FS | T_VOL | T_SNAP | T_BM, SET_NO, 0, 1, NULL},
+	{"defer_destroy", PK_RO, T_SNAP, SET_NO, 0, 1, NULL},  /* destroy -d, hold.c */
+	{"userrefs", PK_RO, T_SNAP, SET_NO, 0, 1, NULL},       /* holds, hold.c */
 	{"usedbysnapshots", PK_RO, T_FS | T_VOL, SET_NO, 0, 1, NULL},
 	{"refcompressratio", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
 	{"written", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},

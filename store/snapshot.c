@@ -399,6 +399,9 @@ int store_snap_destroy(struct store_pool *p, const struct store_snap *list, size
 	int r;
 	if ((r = store_tx_begin(p)) < 0)
 		return r;
+	/* zfs: a held snapshot is busy (checked under the write lock) */
+	if ((r = hold_check_destroy(p, list, n)) < 0)
+		goto fail;
 	for (size_t i = 0; i < n; i++) {
 		if ((r = cat_exec_i64(p, "DELETE FROM snap_blocks WHERE snap_id = ?", list[i].id)) < 0 ||
 		    (r = cat_exec_i64(p, "DELETE FROM snapshots WHERE id = ?", list[i].id)) < 0)
