@@ -129,7 +129,8 @@ static int pkg_plan(struct snd *s, struct pkg *k)
 		r = dslist_cb(s->p, k->top, &dl);
 	if (r < 0)
 		goto out;
-	qsort(dl.v, dl.n, sizeof *dl.v, ds_sort);
+	if (dl.n > 1)
+		qsort(dl.v, dl.n, sizeof *dl.v, ds_sort);
 	if (!(k->pd = calloc(dl.n ? dl.n : 1, sizeof *k->pd))) {
 		r = ferry_err(FERR_NOMEM, "sending a package");
 		goto out;

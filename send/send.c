@@ -70,7 +70,8 @@ int send_plist_load(struct store_pool *p, const struct store_ds *ds, struct plis
 		send_plist_release(l);
 		return r;
 	}
-	qsort(l->v, l->n, sizeof *l->v, prop_sort);
+	if (l->n > 1)
+		qsort(l->v, l->n, sizeof *l->v, prop_sort);
 	/* a name can come once only (local wins over received in prop_all) */
 	size_t w = 0;
 	for (size_t i = 0; i < l->n; i++) {

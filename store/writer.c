@@ -280,12 +280,40 @@ static int writer_broken(const struct store_writer *w)
 	return w->err ? ferry_err(-w->err, "%s", w->errmsg) : 0;
 }
 
+/* The writer's pending rows (and every TEMP row written in the same batch,
+ * such as recv's object sets) are lost when SQLite rolls the batch back by
+ * itself, which it may do after a failed statement (no memory, disk full,
+ * an I/O error). A writer that lost them would commit a snapshot missing
+ * block references (gc would then free live blocks) or save a partial
+ * receive that does not resume: it is broken from then on. The detail is
+ * kept in the writer, not set here, so a cleanup path keeps its own. */
+static void batch_check(struct store_writer *w)
+{
+	if (!w->in_batch || !sqlite3_get_autocommit(w->p->db))
+		return;
+	w->in_batch = 0;
+	w->batch_ops = 0;
+	if (!w->err) {
+		w->err = -FERR_CATALOG;
+		snprintf(w->errmsg, sizeof w->errmsg,
+			 "pool '%s': the rows of the snapshot being written were lost when the "
+			 "catalogue rolled back a failed statement", w->p->name);
+	}
+}
+
+int store_writer_intact(struct store_writer *w)
+{
+	batch_check(w);
+	return writer_broken(w);
+}
+
 /* Ends the batch of TEMP-table inserts: committed (kept) or rolled back. */
 static int batch_end(struct store_writer *w, int commit)
 {
 	int r;
+	batch_check(w);
 	if (!w->in_batch)
-		return 0;
+		return commit ? writer_broken(w) : 0;
 	w->in_batch = 0;
 	w->batch_ops = 0;
 	if ((r = cat_exec(w->p, commit ? "COMMIT" : "ROLLBACK")) < 0 && commit)
@@ -298,6 +326,7 @@ static int batch_end(struct store_writer *w, int commit)
 static int batch_op(struct store_writer *w)
 {
 	int r;
+	batch_check(w);
 	if ((r = writer_broken(w)) < 0)
 		return r;
 	if (w->in_batch && ++w->batch_ops >= BATCH_OPS && (r = batch_end(w, 1)) < 0)
