@@ -330,7 +330,8 @@ static int prune_ds(struct store_pool *p, const struct store_ds *ds, void *arg)
 		if (!d.keep.prefix[0] ||
 		    !strncmp(all.v[i].snapname, d.keep.prefix, strlen(d.keep.prefix)))
 			all.v[m++] = all.v[i];
-	qsort(all.v, m, sizeof *all.v, newest_first);
+	if (m > 1) /* qsort of an empty (NULL) array is undefined */
+		qsort(all.v, m, sizeof *all.v, newest_first);
 	if (m && (!(d.snaps = calloc(m, sizeof *d.snaps)) || !(times = calloc(m, sizeof *times)) ||
 		  !(why = calloc(m, sizeof *why)) || !(gone = calloc(m, sizeof *gone)))) {
 		r = ferry_err(FERR_NOMEM, "pruning '%s'", ds->name);
