@@ -52,6 +52,15 @@ static void destroyed_cb(void *arg, const char *name)
 	fflush(stdout);
 }
 
+static void skipped_cb(void *arg, const char *name)
+{
+	struct recv_ui *ui = arg;
+	if (!ui->verbose)
+		return;
+	printf("snapshot %s already exists; ignoring\n", name);
+	fflush(stdout);
+}
+
 int cmd_recv(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -164,6 +173,7 @@ int cmd_recv(int argc, char **argv)
 	stream_source_fd_init(&src, 0);
 	o.done = done_cb;
 	o.destroyed = destroyed_cb;
+	o.skipped = skipped_cb;
 	o.arg = &ui;
 	r = recv_run(p, target, &src.base, &o, &st);
 	store_pool_close(p);

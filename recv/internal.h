@@ -92,6 +92,7 @@ struct sub {
 	ssize_t rollback_to;        /* -F: roll back to sl.v[rollback_to] first */
 	int destroy_all;            /* -F of a full stream: sl goes */
 	int partial;                /* this resumes a partial receive */
+	int skip;                   /* a package's snapshot the dataset has (same guid) */
 	struct codec_spec c;        /* what its blocks are stored with */
 };
 
@@ -119,6 +120,9 @@ int recv_hash_err(int code, const char *what, const uint8_t *hash);
 int recv_have_block(struct rcv *r, const uint8_t *hash, uint32_t *lsize) FERRY_WUR;
 /* The records between BEGIN and END. */
 int recv_sub_body(struct rcv *r, struct sub *s) FERRY_WUR;
+/* The records between BEGIN and END of a substream that is skipped: read
+ * (the decoder checks framing, chain and the END digest), nothing kept. */
+int recv_sub_skip(struct rcv *r) FERRY_WUR;
 
 /* ---- blocks.c ---- */
 int recv_blocks_init(struct rcv *r) FERRY_WUR;
