@@ -107,6 +107,12 @@ void store_activity_default(const char *what);
 int store_tx_begin(struct store_pool *p) FERRY_WUR;
 int store_tx_commit(struct store_pool *p) FERRY_WUR;
 void store_tx_rollback(struct store_pool *p);
+/* Inside an open transaction (-FERR_INVAL otherwise): every snapshot
+ * committed through p until store_txg_unpin gets one createtxg, drawn at
+ * the first, as the snapshots of one `zfs snapshot` command share one txg.
+ * Unpin before the transaction ends (commit or rollback). */
+int store_txg_pin(struct store_pool *p) FERRY_WUR;
+void store_txg_unpin(struct store_pool *p);
 /* Holds one read snapshot of the catalogue until store_read_end, for a
  * caller that reads much and writes nothing to the main catalogue meanwhile
  * (restore, send): every query in between sees the same state, and SQLite
