@@ -129,6 +129,23 @@ int cmd_recv(int argc, char **argv)
 		rc = cli_usage("%s", usage);
 		goto out;
 	}
+	/* as zfs: each property once, either overridden or excluded; a
+	 * volume's size is the stream's */
+	for (size_t i = 0; i < o.nset + o.nexclude; i++) {
+		const char *ni = i < o.nset ? set[i].name : excl[i - o.nset];
+		if (!strcmp(ni, "volsize")) {
+			rc = cli_usage("recv: volsize cannot be %s", i < o.nset ? "set (-o)"
+										 : "excluded (-x)");
+			goto out;
+		}
+		for (size_t j = i + 1; j < o.nset + o.nexclude; j++) {
+			const char *nj = j < o.nset ? set[j].name : excl[j - o.nset];
+			if (!strcmp(ni, nj)) {
+				rc = cli_usage("recv: '%s' is given more than once in -o and -x", ni);
+				goto out;
+			}
+		}
+	}
 	if ((o.flags & RECV_DISCARD) && (o.flags & RECV_LASTNAME)) {
 		rc = cli_usage("recv: -d and -e cannot be combined");
 		goto out;

@@ -192,6 +192,12 @@ int store_prop_all(struct store_pool *p, const struct store_ds *ds,
  * received. Read-only and create-only properties are -FERR_PROP. */
 int store_prop_set(struct store_pool *p, const struct store_ds *ds,
 		   const struct store_propset *props, size_t n, int source) FERRY_WUR;
+/* Drops the received value of every property of ds not named in keep
+ * (nkeep names; aliases as store_prop_set takes them): a stream that
+ * carries the sender's whole property set replaces the received set, as
+ * zfs receive does. Local values stay. */
+int store_prop_drop_received(struct store_pool *p, const struct store_ds *ds,
+			     const char *const *keep, size_t nkeep) FERRY_WUR;
 /* Clears the local and received values of name on ds (with recursive, on
  * all descendants too) so it is inherited again; with revert_received
  * (zfs inherit -S) only the local value is cleared, so a received value
