@@ -593,7 +593,9 @@ fail:
  * as #NAME (in the source's dataset), as zfs allows. */
 int cmd_bookmark(int argc, char **argv)
 {
-	const char *usage = "usage: ferry bookmark DATASET@SNAP|DATASET#BOOKMARK DATASET#BOOKMARK";
+	const char *usage = "usage: ferry bookmark DATASET@SNAP|DATASET#BOOKMARK DATASET#BOOKMARK | "
+			    "ferry bookmark DATASET@SNAP|DATASET#BOOKMARK #BOOKMARK | "
+			    "ferry bookmark @SNAP|#BOOKMARK DATASET#BOOKMARK";
 	char dst[2 * STORE_NAME_MAX + 2];
 	int c, r;
 	optind = 1;
@@ -602,6 +604,13 @@ int cmd_bookmark(int argc, char **argv)
 	if (argc - optind != 2)
 		return cli_usage("%s", usage);
 	const char *src = argv[optind], *name = argv[optind + 1];
+	char full_src[2 * STORE_NAME_MAX + 2];
+	if ((src[0] == '@' || src[0] == '#') && name[0] != '#' && strchr(name, '#')) {
+		/* as zfs: a source named without its dataset is in the new
+		 * bookmark's (one of the two names must be whole) */
+		snprintf(full_src, sizeof full_src, "%.*s%s", (int)strcspn(name, "#"), name, src);
+		src = full_src;
+	}
 	if (!strchr(src, '@') && !strchr(src, '#'))
 		return cli_fail(ferry_err(FERR_NAME, "'%s' is not a snapshot or a bookmark", src),
 				"cannot create bookmark '%s'", name);
