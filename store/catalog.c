@@ -66,9 +66,27 @@ static const char *exec_what(const char *sql)
 	return "updating the catalogue";
 }
 
+/* A statement that failed inside a transaction (out of memory, a full
+ * disk) can make SQLite roll the whole transaction back by itself; a
+ * statement after that would run in autocommit mode and commit alone,
+ * leaving half of what the transaction was to do (a snapshot without its
+ * packs). So once the transaction is gone, nothing more runs in it: the
+ * caller's next statement fails and its commit is refused. */
+static int tx_lost(struct store_pool *p)
+{
+	if (!p->tx_open || !sqlite3_get_autocommit(p->db))
+		return 0;
+	p->tx_failed = 1;
+	return ferry_err(FERR_CATALOG, "pool '%s': the catalogue rolled the transaction back "
+			 "after an earlier error", p->name);
+}
+
 int cat_exec_what(struct store_pool *p, const char *sql, const char *what)
 {
 	char *msg = NULL;
+	int lost = tx_lost(p);
+	if (lost < 0)
+		return lost;
 	if (sqlite3_exec(p->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
 		int r = cat_err(p, what);
 		sqlite3_free(msg);
@@ -84,6 +102,11 @@ int cat_exec(struct store_pool *p, const char *sql)
 
 int cat_prepare(struct store_pool *p, const char *sql, sqlite3_stmt **st)
 {
+	int lost = tx_lost(p);
+	if (lost < 0) {
+		*st = NULL;
+		return lost;
+	}
 	if (sqlite3_prepare_v2(p->db, sql, -1, st, NULL) != SQLITE_OK)
 		return cat_err(p, "preparing a catalogue query");
 	return 0;
@@ -338,8 +361,10 @@ int store_tx_begin(struct store_pool *p)
 	if (r < 0) {
 		p->tx_depth = 0;
 		act_end(p);
+		return r;
 	}
-	return r;
+	p->tx_open = 1;
+	return 0;
 }
 
 int store_read_begin(struct store_pool *p)
@@ -367,6 +392,15 @@ int store_tx_commit(struct store_pool *p)
 		return ferry_err(FERR_INVAL, "commit without a transaction");
 	if (--p->tx_depth > 0)
 		return 0;
+	int lost = p->tx_failed ? 0 : tx_lost(p);
+	if (lost < 0) {
+		/* nothing to commit or roll back: SQLite did */
+		p->tx_open = 0;
+		pack_tx_end(p, 0);
+		act_end(p);
+		return lost;
+	}
+	p->tx_open = 0;
 	if (p->tx_failed) {
 		if (cat_exec(p, "ROLLBACK") < 0) { /* the error below says it all */ }
 		pack_tx_end(p, 0);
@@ -395,6 +429,7 @@ void store_tx_rollback(struct store_pool *p)
 		p->tx_failed = 1; /* the outermost commit will roll back */
 		return;
 	}
+	p->tx_open = 0;
 	if (cat_exec(p, "ROLLBACK") < 0) { /* nothing more to undo */ }
 	pack_tx_end(p, 0);
 	act_end(p);

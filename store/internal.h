@@ -26,6 +26,7 @@ struct store_pool {
 	int flags;
 	int tx_depth; /* nested store_tx_begin calls share one transaction */
 	int tx_failed;
+	int tx_open;  /* the outermost BEGIN succeeded and no COMMIT/ROLLBACK ran yet */
 	int read_tx;  /* store_read_begin's transaction is open */
 	/* Packs a writer recorded inside a transaction that is still open
 	 * (a nested commit, e.g. recv -F of a package): if the outermost
