@@ -18,7 +18,11 @@ struct capture_stats {
 	uint64_t warnings, unreadable;
 };
 struct capture_opts {
-	const char *from;         /* NULL: the dataset's source property */
+	/* NULL: the dataset's source property; with neither (a volume, a
+	 * received or empty filesystem), the dataset's current state: its
+	 * newest snapshot's tree, or an empty one */
+	const char *from;
+	uint64_t creation_ns;     /* the snapshot's creation time; 0: now */
 	int cross_fs;             /* descend into other filesystems */
 	unsigned threads;         /* 0: one per CPU */
 	/* warn: a path that was skipped or changed, with why; progress: called
@@ -29,6 +33,10 @@ struct capture_opts {
 };
 /* Captures a snapshot ds@name. Incremental against ds's newest snapshot:
  * files whose size, mtime, ctime and inode match are not read again.
+ * With nothing to capture from (see from), the snapshot is the dataset's
+ * current state, as zfs snapshots a dataset nobody wrote to: the newest
+ * snapshot's tree and blocks, or, with no snapshot yet, an empty root
+ * directory (0755, root's) or a volume of volsize zero bytes.
  * Returns 0, or -FERR_PARTIAL when the snapshot was committed but some
  * entries could not be read (each reported through warn). */
 int capture_snapshot(struct store_pool *p, const struct store_ds *ds, const char *name,

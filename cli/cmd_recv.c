@@ -52,6 +52,15 @@ static void destroyed_cb(void *arg, const char *name)
 	fflush(stdout);
 }
 
+static void skipped_cb(void *arg, const char *name)
+{
+	struct recv_ui *ui = arg;
+	if (!ui->verbose)
+		return;
+	printf("snapshot %s already exists; ignoring\n", name);
+	fflush(stdout);
+}
+
 static const char recv_usage[] =
 	"usage: ferry recv [-F] [-s] [-u] [-d|-e] [-n] [-v] [-o PROP=VAL]... "
 	"[-x PROP]... [--keep-source-compression] TARGET | ferry recv -A TARGET";
@@ -117,6 +126,19 @@ static int recv_options(int argc, char **argv, struct recv_args *a)
 	}
 	if (argc - optind != 1)
 		return cli_usage("%s", recv_usage);
+	/* as zfs: each property once, either overridden or excluded; a
+	 * volume's size is the stream's */
+	for (size_t i = 0; i < a->o.nset + a->o.nexclude; i++) {
+		const char *ni = i < a->o.nset ? a->set[i].name : a->excl[i - a->o.nset];
+		if (!strcmp(ni, "volsize"))
+			return cli_usage("recv: volsize cannot be %s",
+					 i < a->o.nset ? "set (-o)" : "excluded (-x)");
+		for (size_t j = i + 1; j < a->o.nset + a->o.nexclude; j++) {
+			const char *nj = j < a->o.nset ? a->set[j].name : a->excl[j - a->o.nset];
+			if (!strcmp(ni, nj))
+				return cli_usage("recv: '%s' is given more than once in -o and -x", ni);
+		}
+	}
 	if ((a->o.flags & RECV_DISCARD) && (a->o.flags & RECV_LASTNAME))
 		return cli_usage("recv: -d and -e cannot be combined");
 	a->target = argv[optind];
@@ -152,6 +174,7 @@ static int recv_into(struct store_pool *p, struct recv_args *a)
 	stream_source_fd_init(&src, 0);
 	a->o.done = done_cb;
 	a->o.destroyed = destroyed_cb;
+	a->o.skipped = skipped_cb;
 	a->o.arg = &a->ui;
 	if ((r = recv_run(p, a->target, &src.base, &a->o, &st)) < 0)
 		return cli_fail(r, "cannot receive into '%s'", a->target);

@@ -52,7 +52,7 @@ static void progress_cb(void *arg, const struct capture_stats *st)
 }
 
 static int snapshot_one(struct store_pool *p, const struct store_ds *ds, const char *snap,
-			const char *from, int verbose, int cross_fs)
+			const char *from, int verbose, int cross_fs, uint64_t creation_ns)
 {
 	struct capture_stats st;
 	struct capture_opts o;
@@ -63,6 +63,7 @@ static int snapshot_one(struct store_pool *p, const struct store_ds *ds, const c
 	pg.name = full;
 	pg.shown = 0;
 	o.from = from;
+	o.creation_ns = creation_ns;
 	o.cross_fs = cross_fs;
 	o.warn = warn_cb;
 	o.arg = &pg;
@@ -90,32 +91,39 @@ static int snapshot_one(struct store_pool *p, const struct store_ds *ds, const c
 	return EXIT_OK;
 }
 
-struct snap_walk {
-	const char *snap;
-	int verbose;
-	int rc;
-	int cross_fs;
+/* One snapshot the command makes: a dataset and the snapshot's name. */
+struct snap_set {
+	struct store_ds *ds;
+	const char **snap;
+	size_t n, cap_ds, cap_snap;
+	const char *cur; /* the name the walk adds */
 };
+
+static int snap_set_add(struct snap_set *l, const struct store_ds *ds, const char *snap)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (l->ds[i].id == ds->id && !strcmp(l->snap[i], snap))
+			return 0; /* -r over a name also listed: one snapshot */
+	int r;
+	if ((r = VEC_GROW(l->ds, l->cap_ds, l->n, 16, "listing the snapshots")) < 0 ||
+	    (r = VEC_GROW(l->snap, l->cap_snap, l->n, 16, "listing the snapshots")) < 0)
+		return r;
+	l->ds[l->n] = *ds;
+	l->snap[l->n++] = snap;
+	return 0;
+}
 
 static int snapshot_walk_cb(struct store_pool *p, const struct store_ds *ds, void *arg)
 {
-	struct snap_walk *w = arg;
-	struct store_propval v;
-	if (ds->type == STORE_DS_FILESYSTEM &&
-	    (store_prop_get(p, ds, "source", &v) < 0 || !strcmp(v.exact, "none"))) {
-		ferry_err_clear();
-		cli_warn("%s has no source directory; not snapshotted", ds->name);
-		return 0;
-	}
-	if (ds->type == STORE_DS_VOLUME) {
-		cli_warn("%s is a volume: snapshot it with --from IMAGE; not snapshotted", ds->name);
-		return 0;
-	}
-	int rc = snapshot_one(p, ds, w->snap, NULL, w->verbose, w->cross_fs);
-	if (rc > w->rc)
-		w->rc = rc;
-	/* one failure ends the walk: the set is made whole or not at all */
-	return rc == EXIT_FAIL ? -FERR_PARTIAL : 0;
+	struct snap_set *l = arg;
+	return snap_set_add(l, ds, l->cur);
+}
+
+/* The pool part of a dataset or snapshot name, in out. */
+static void pool_part(const char *name, char *out, size_t n)
+{
+	size_t len = strcspn(name, "/@#");
+	snprintf(out, n, "%.*s", (int)(len < n ? len : n - 1), name);
 }
 
 int cmd_snapshot(int argc, char **argv)
@@ -130,8 +138,12 @@ int cmd_snapshot(int argc, char **argv)
 	const char *usage = "usage: ferry snapshot [-r] [-v] [--cross-filesystems] [--from PATH] "
 			    "DATASET@NAME... | ferry snapshot [-r] [-v] --auto[=LABEL] DATASET...";
 	const char *from = NULL, *label = NULL;
-	char autosnap[STORE_NAME_MAX + 1] = "", autoname[2 * STORE_NAME_MAX + 2];
-	int c, recursive = 0, verbose = 0, cross_fs = 0, rc = EXIT_OK, autoname_on = 0;
+	char autosnap[STORE_NAME_MAX + 1] = "";
+	int c, recursive = 0, verbose = 0, cross_fs = 0, rc = EXIT_OK, r, autoname_on = 0;
+	struct snap_set set;
+	struct store_pool *p = NULL;
+	char **names = NULL; /* argv's operands, or DATASET@auto-... with --auto */
+	char pool0[STORE_NAME_MAX + 1], pooln[STORE_NAME_MAX + 1], dsname[STORE_NAME_MAX + 1];
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+rv", lo, NULL)) != -1) {
 		if (c == 'r')
@@ -169,65 +181,132 @@ int cmd_snapshot(int argc, char **argv)
 		snprintf(autosnap, sizeof autosnap, "auto-%s%s%s", stamp, label ? "-" : "",
 			 label ? label : "");
 	}
+	memset(&set, 0, sizeof set);
+	if (!(names = calloc((size_t)argc, sizeof *names)))
+		return cli_fail(ferry_err(FERR_NOMEM, "listing the snapshots"), "cannot snapshot");
+	/* as zfs, the whole list is checked before any snapshot is made, and
+	 * the snapshots are made together or not at all: every name first */
 	for (int i = optind; i < argc; i++) {
 		const char *name = argv[i];
 		if (autoname_on) {
-			if (strchr(name, '@'))
-				return cli_usage("snapshot: with --auto, name datasets, not "
-						 "snapshots ('%s')", name);
-			snprintf(autoname, sizeof autoname, "%s@%s", name, autosnap);
-			name = autoname;
+			if (strchr(name, '@')) {
+				rc = cli_usage("snapshot: with --auto, name datasets, not snapshots "
+					       "('%s')", name);
+				goto out;
+			}
+			if (asprintf(&names[i], "%s@%s", name, autosnap) < 0) {
+				names[i] = NULL;
+				rc = cli_fail(ferry_err(FERR_NOMEM, "naming the snapshot"),
+					      "cannot snapshot '%s'", name);
+				goto out;
+			}
+			name = names[i];
+		} else if (!(names[i] = strdup(name))) {
+			rc = cli_fail(ferry_err(FERR_NOMEM, "naming the snapshot"),
+				      "cannot snapshot '%s'", name);
+			goto out;
 		}
 		const char *at = strchr(name, '@');
-		struct store_pool *p = NULL;
-		struct store_ds ds;
-		char dsname[STORE_NAME_MAX + 1];
-		int r;
-		if (!at || at == name || !at[1] || (size_t)(at - name) > STORE_NAME_MAX)
-			return cli_usage("snapshot: '%s' is not DATASET@NAME", name);
-		if ((r = store_name_check(name, STORE_NAME_SNAPSHOT)) < 0)
-			return cli_fail(r, "cannot snapshot '%s'", name);
-		memcpy(dsname, name, (size_t)(at - name));
-		dsname[at - name] = 0;
-		if ((r = store_pool_open_for(dsname, 0, &p)) < 0)
-			return cli_fail(r, "cannot snapshot '%s'", name);
+		if (!at || at == name || !at[1] || (size_t)(at - name) > STORE_NAME_MAX) {
+			rc = cli_usage("snapshot: '%s' is not DATASET@NAME", name);
+			goto out;
+		}
+		if ((r = store_name_check(name, STORE_NAME_SNAPSHOT)) < 0) {
+			rc = cli_fail(r, "cannot snapshot '%s'", name);
+			goto out;
+		}
+		pool_part(name, i == optind ? pool0 : pooln, sizeof pool0);
+		if (i > optind && strcmp(pool0, pooln)) {
+			rc = cli_fail(ferry_err(FERR_INVAL, "the snapshots of one command are in "
+						"one pool, not '%s' and '%s'", pool0, pooln),
+				      "cannot snapshot '%s'", name);
+			goto out;
+		}
+	}
+	snprintf(dsname, sizeof dsname, "%.*s", (int)strcspn(names[optind], "@"), names[optind]);
+	if ((r = store_pool_open_for(dsname, 0, &p)) < 0) {
+		rc = cli_fail(r, "cannot snapshot '%s'", names[optind]);
+		goto out;
+	}
+	{
 		char what[STORE_NAME_MAX + 32];
-		snprintf(what, sizeof what, "a snapshot of %s%s", dsname, recursive ? " (-r)" : "");
+		snprintf(what, sizeof what, "a snapshot of %s%s%s", dsname,
+			 argc - optind > 1 ? " and more" : "", recursive ? " (-r)" : "");
 		store_pool_activity(p, what);
+	}
+	/* the datasets, and no snapshot that exists already */
+	for (int i = optind; i < argc; i++) {
+		const char *name = names[i], *at = strchr(name, '@');
+		struct store_ds ds;
+		snprintf(dsname, sizeof dsname, "%.*s", (int)(at - name), name);
 		if ((r = store_ds_lookup(p, dsname, &ds)) < 0) {
-			store_pool_close(p);
-			return cli_fail(r, "cannot snapshot '%s'", name);
+			rc = cli_fail(r, "cannot snapshot '%s'", name);
+			goto out;
 		}
-		int one;
-		if (recursive) {
-			/* like zfs snapshot -r, all or nothing: the snapshots commit in
-			 * one catalogue transaction (which holds the pool's write lock
-			 * until the last dataset is captured) */
-			struct snap_walk w = {at + 1, verbose, EXIT_OK, cross_fs};
-			if ((r = store_tx_begin(p)) < 0) {
-				one = cli_fail(r, "cannot snapshot '%s'", name);
-			} else {
-				r = store_ds_walk(p, &ds, -1, snapshot_walk_cb, &w);
-				if (r < 0 || w.rc == EXIT_FAIL) {
-					store_tx_rollback(p);
-					/* snapshot_one said what failed */
-					one = w.rc == EXIT_FAIL ? EXIT_FAIL
-								: cli_fail(r, "cannot snapshot '%s'", name);
-				} else if ((r = store_tx_commit(p)) < 0) {
-					one = cli_fail(r, "cannot snapshot '%s'", name);
-				} else {
-					one = w.rc;
-				}
-			}
-		} else {
-			one = snapshot_one(p, &ds, at + 1, from, verbose, cross_fs);
+		set.cur = at + 1;
+		r = recursive ? store_ds_walk(p, &ds, -1, snapshot_walk_cb, &set)
+			      : snap_set_add(&set, &ds, at + 1);
+		if (r < 0) {
+			rc = cli_fail(r, "cannot snapshot '%s'", name);
+			goto out;
 		}
-		store_pool_close(p);
-		if (one == EXIT_FAIL)
-			return one;
+	}
+	for (size_t i = 0; i < set.n; i++) {
+		char full[2 * STORE_NAME_MAX + 2];
+		struct store_snap sn;
+		if (snprintf(full, sizeof full, "%s@%s", set.ds[i].name, set.snap[i]) > STORE_NAME_MAX) {
+			rc = cli_fail(ferry_err(FERR_NAME, "the name is too long"),
+				      "cannot snapshot '%s'", full);
+			goto out;
+		}
+		if ((r = store_snap_lookup(p, full, &sn)) == 0) {
+			rc = cli_fail(ferry_err(FERR_EXISTS, "snapshot '%s' already exists", full),
+				      "cannot snapshot '%s'", full);
+			goto out;
+		}
+		if (r != -FERR_NOENT) {
+			rc = cli_fail(r, "cannot snapshot '%s'", full);
+			goto out;
+		}
+		ferry_err_clear();
+	}
+	if (set.n == 1) {
+		rc = snapshot_one(p, &set.ds[0], set.snap[0], from, verbose, cross_fs, 0);
+		goto out;
+	}
+	/* like zfs, all or nothing and in one txg with one creation time: the
+	 * snapshots commit in one catalogue transaction (which holds the
+	 * pool's write lock until the last dataset is captured) */
+	uint64_t now = ferry_now_ns();
+	if ((r = store_tx_begin(p)) < 0) {
+		rc = cli_fail(r, "cannot snapshot '%s'", names[optind]);
+		goto out;
+	}
+	if ((r = store_txg_pin(p)) < 0) {
+		store_tx_rollback(p);
+		rc = cli_fail(r, "cannot snapshot '%s'", names[optind]);
+		goto out;
+	}
+	for (size_t i = 0; i < set.n && rc != EXIT_FAIL; i++) {
+		int one = snapshot_one(p, &set.ds[i], set.snap[i], NULL, verbose, cross_fs, now);
 		if (one > rc)
 			rc = one;
 	}
+	store_txg_unpin(p);
+	if (rc == EXIT_FAIL) {
+		/* snapshot_one said what failed */
+		store_tx_rollback(p);
+	} else if ((r = store_tx_commit(p)) < 0) {
+		rc = cli_fail(r, "cannot snapshot '%s'", names[optind]);
+	}
+out:
+	store_pool_close(p);
+	if (names)
+		for (int i = optind; i < argc; i++)
+			free(names[i]);
+	free(names);
+	free(set.ds);
+	free(set.snap);
 	return rc;
 }
 
@@ -561,7 +640,9 @@ fail:
  * as #NAME (in the source's dataset), as zfs allows. */
 int cmd_bookmark(int argc, char **argv)
 {
-	const char *usage = "usage: ferry bookmark DATASET@SNAP|DATASET#BOOKMARK DATASET#BOOKMARK";
+	const char *usage = "usage: ferry bookmark DATASET@SNAP|DATASET#BOOKMARK DATASET#BOOKMARK | "
+			    "ferry bookmark DATASET@SNAP|DATASET#BOOKMARK #BOOKMARK | "
+			    "ferry bookmark @SNAP|#BOOKMARK DATASET#BOOKMARK";
 	char dst[2 * STORE_NAME_MAX + 2];
 	int c, r;
 	optind = 1;
@@ -570,6 +651,13 @@ int cmd_bookmark(int argc, char **argv)
 	if (argc - optind != 2)
 		return cli_usage("%s", usage);
 	const char *src = argv[optind], *name = argv[optind + 1];
+	char full_src[2 * STORE_NAME_MAX + 2];
+	if ((src[0] == '@' || src[0] == '#') && name[0] != '#' && strchr(name, '#')) {
+		/* as zfs: a source named without its dataset is in the new
+		 * bookmark's (one of the two names must be whole) */
+		snprintf(full_src, sizeof full_src, "%.*s%s", (int)strcspn(name, "#"), name, src);
+		src = full_src;
+	}
 	if (!strchr(src, '@') && !strchr(src, '#'))
 		return cli_fail(ferry_err(FERR_NAME, "'%s' is not a snapshot or a bookmark", src),
 				"cannot create bookmark '%s'", name);

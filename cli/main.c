@@ -22,7 +22,7 @@ static const struct cli_cmd commands[] = {
 	{"set", cmd_set, "set PROP=VALUE... DATASET..."},
 	{"inherit", cmd_inherit, "inherit [-r] [-S] PROP DATASET..."},
 	{"snapshot", cmd_snapshot, "snapshot [-r] [-v] [--cross-filesystems] [--from PATH] DATASET@NAME... | snapshot [-r] [-v] --auto[=LABEL] DATASET..."},
-	{"bookmark", cmd_bookmark, "bookmark DATASET@SNAP|DATASET#BOOKMARK DATASET#BOOKMARK"},
+	{"bookmark", cmd_bookmark, "bookmark [DATASET]@SNAP|[DATASET]#BOOKMARK [DATASET]#BOOKMARK (one of the two whole)"},
 	{"restore", cmd_restore, "restore [--file PATH]... [--force] [-v] SNAPSHOT DIR | restore [--file PATH]... --format tar|pax|zip SNAPSHOT"},
 	{"hold", cmd_hold, "hold [-r] TAG SNAPSHOT..."},
 	{"release", cmd_release, "release [-r] TAG SNAPSHOT..."},

@@ -255,3 +255,22 @@ int recv_sub_body(struct rcv *r, struct sub *s)
 			return rc;
 	}
 }
+
+int recv_sub_skip(struct rcv *r)
+{
+	struct stream_record rec;
+	int rc;
+	for (;;) {
+		rc = stream_decoder_pull(r->dec, r->in, &rec);
+		if (rc == 0)
+			rc = ferry_err(FERR_TRUNCATED, "the stream ended before END");
+		if (rc < 0)
+			return rc;
+		if (rec.type == STREAM_END)
+			return 0;
+		if (rec.type != STREAM_NODE && rec.type != STREAM_WRITE &&
+		    rec.type != STREAM_WRITE_BYREF)
+			return ferry_err(FERR_CORRUPT, "unexpected %s record in a snapshot's body",
+					 stream_type_name(rec.type));
+	}
+}

@@ -34,7 +34,7 @@ int recv_sub_create(struct rcv *r, struct sub *s, int type, int with_volsize)
 	int rc;
 	if (!(cp = calloc(r->o->nset + 2, sizeof *cp)))
 		return ferry_err(FERR_NOMEM, "creating '%s'", s->dsname);
-	for (size_t i = 0; i < r->o->nset; i++)
+	for (size_t i = 0; recv_sets_here(r, s->dsname) && i < r->o->nset; i++)
 		cp[ncp++] = r->o->set[i];
 	if (type == STORE_DS_VOLUME && with_volsize) {
 		if ((rc = recv_volume_props(r, s, vs, sizeof vs, &vbs_s)) < 0)
@@ -78,7 +78,7 @@ int recv_sub_commit(struct rcv *r, struct sub *s)
 		goto out;
 	if (s->partial && (rc = store_partial_drop(r->p, s->dsname)) < 0)
 		goto out;
-	rc = recv_apply_props(r, &s->ds, s->props, s->nprops);
+	rc = recv_apply_props(r, &s->ds, s->props, s->nprops, (b->flags & STREAM_F_PROPS) != 0);
 out:
 	if (!own)
 		return rc; /* the package's transaction: recv_run ends it */

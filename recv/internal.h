@@ -66,6 +66,7 @@ struct rcv {
 	int atomic;                 /* -F: the package commits as one transaction */
 	int tx;                     /* ... which is open */
 	char pkg_top[STORE_NAME_MAX + 1];
+	char top_local[STORE_NAME_MAX + 1]; /* pkg_top's local name: where -o applies */
 	struct pkgds *pds;
 	size_t npds;
 	struct dryds *dds;
@@ -92,6 +93,7 @@ struct sub {
 	ssize_t rollback_to;        /* -F: roll back to sl.v[rollback_to] first */
 	int destroy_all;            /* -F of a full stream: sl goes */
 	int partial;                /* this resumes a partial receive */
+	int skip;                   /* a package's snapshot the dataset has (same guid) */
 	struct codec_spec c;        /* what its blocks are stored with */
 };
 
@@ -119,6 +121,9 @@ int recv_hash_err(int code, const char *what, const uint8_t *hash);
 int recv_have_block(struct rcv *r, const uint8_t *hash, uint32_t *lsize) FERRY_WUR;
 /* The records between BEGIN and END. */
 int recv_sub_body(struct rcv *r, struct sub *s) FERRY_WUR;
+/* The records between BEGIN and END of a substream that is skipped: read
+ * (the decoder checks framing, chain and the END digest), nothing kept. */
+int recv_sub_skip(struct rcv *r) FERRY_WUR;
 
 /* ---- blocks.c ---- */
 int recv_blocks_init(struct rcv *r) FERRY_WUR;
@@ -144,8 +149,14 @@ int recv_sub_commit(struct rcv *r, struct sub *s) FERRY_WUR;
 int recv_save_partial(struct rcv *r, struct sub *s, int err);
 
 /* ---- props.c ---- */
+/* Records the stream's properties pv as received (and -o's as local);
+ * with replace (the stream carries the sender's whole set) the received
+ * values it no longer names go first. */
 int recv_apply_props(struct rcv *r, const struct store_ds *ds, const struct stream_prop *pv,
-		     size_t n) FERRY_WUR;
+		     size_t n, int replace) FERRY_WUR;
+/* 1 when recv -o's properties are set on dataset name: every dataset of
+ * a single stream, the top one of a package (the rest inherit, as zfs). */
+int recv_sets_here(const struct rcv *r, const char *name);
 /* The compression blocks of ds (or of a new dataset named name) get. */
 int recv_target_codec(struct rcv *r, const char *name, const struct store_ds *ds,
 		      const struct stream_prop *pv, size_t n, struct codec_spec *c) FERRY_WUR;

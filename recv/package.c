@@ -238,6 +238,8 @@ int recv_package(struct rcv *r, const struct stream_package *pk)
 	r->pkg_flags = pk->flags;
 	r->atomic = !r->dryrun && (r->o->flags & RECV_FORCE) && !(r->o->flags & RECV_RESUMABLE);
 	snprintf(r->pkg_top, sizeof r->pkg_top, "%s", pk->top);
+	if ((rc = recv_map_name(r, r->pkg_top, r->top_local, sizeof r->top_local)) < 0)
+		return rc;
 	uint32_t nds = pk->ndatasets;
 	for (uint32_t i = 0; i < nds; i++) {
 		if ((rc = stream_decoder_pull(r->dec, r->in, &rec)) <= 0)

@@ -93,6 +93,19 @@ int recv_dry_note(struct rcv *r, const char *name, uint64_t guid)
 	return 0;
 }
 
+/* 1 when dataset name holds a partial receive (recv -s) for which it
+ * was made, 2 when it existed before, else 0. */
+static int has_partial(struct rcv *r, const char *name)
+{
+	struct store_partial pt;
+	int rc = r->dryrun ? -FERR_NOENT : store_partial_get(r->p, name, &pt);
+	if (rc == -FERR_NOENT) {
+		ferry_err_clear();
+		return 0;
+	}
+	return rc < 0 ? rc : pt.created ? 1 : 2;
+}
+
 /* Names, the dataset's snapshots against the stream's guids, the base of
  * an incremental, and what -F must undo: everything that can refuse the
  * substream before a byte of its body is read. */
@@ -124,9 +137,18 @@ int recv_sub_plan(struct rcv *r, struct sub *s)
 		if ((rc = store_snap_iter(r->p, &s->ds, recv_snaps_cb, &s->sl)) < 0)
 			return rc;
 		for (size_t i = 0; i < s->sl.n; i++) {
-			if (s->sl.v[i].guid == b->to_guid)
+			if (s->sl.v[i].guid == b->to_guid) {
+				/* a package that overlaps what the dataset has (a
+				 * range sent again after a partial success): as in
+				 * zfs, the snapshot it has is skipped, the rest come */
+				if (r->in_pkg && !b->resume_pos) {
+					snprintf(s->full, sizeof s->full, "%s", s->sl.v[i].name);
+					s->skip = 1;
+					return 0;
+				}
 				return ferry_err(FERR_EXISTS, "'%s' already has this snapshot (as '%s')",
 						 s->dsname, s->sl.v[i].name);
+			}
 			if (!strcmp(s->sl.v[i].snapname, s->snapname))
 				return ferry_err(FERR_EXISTS, "snapshot '%s' already exists", s->full);
 		}
@@ -156,11 +178,25 @@ int recv_sub_plan(struct rcv *r, struct sub *s)
 				s->rollback_to = bi;
 			}
 		}
-	} else if (s->exists && s->sl.n && !dd) {
-		if (!(r->o->flags & RECV_FORCE))
-			return ferry_err(FERR_EXISTS, "'%s' exists and has snapshots: a full stream "
-					 "needs a new dataset (or -F to replace them)", s->dsname);
-		s->destroy_all = 1;
+	} else if (s->exists && !dd) {
+		/* as zfs: a full stream makes a new dataset; -F overwrites one */
+		if (!(r->o->flags & RECV_FORCE)) {
+			if (s->sl.n)
+				return ferry_err(FERR_EXISTS, "'%s' exists and has snapshots: a full "
+						 "stream needs a new dataset (or -F to replace them)",
+						 s->dsname);
+			/* a dataset made by recv -s for the stream that resumes:
+			 * recv_sub_resume decides */
+			if ((rc = has_partial(r, s->dsname)) < 0 || rc == 1)
+				return rc < 0 ? rc : recv_target_codec(r, s->dsname, &s->ds, s->props,
+								       s->nprops, &s->c);
+			if (rc == 2)
+				return ferry_err(FERR_EXISTS, "resuming a full receive into the existing "
+						 "'%s' needs -F to overwrite it", s->dsname);
+			return ferry_err(FERR_EXISTS, "destination '%s' exists: a full stream needs a "
+					 "new dataset (or -F to overwrite it)", s->dsname);
+		}
+		s->destroy_all = s->sl.n > 0;
 	} else if (dd) {
 		return ferry_err(FERR_EXISTS, "'%s' would receive two full streams", s->dsname);
 	}

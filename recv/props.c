@@ -24,10 +24,49 @@ static int excluded(struct rcv *r, const char *name)
 	return 0;
 }
 
+int recv_sets_here(const struct rcv *r, const char *name)
+{
+	return !r->in_pkg || !strcmp(name, r->top_local);
+}
+
+/* -x name: the stream's value of it is as if it had not been sent. */
+static int user_excluded(struct rcv *r, const char *name)
+{
+	for (size_t i = 0; i < r->o->nexclude; i++)
+		if (!strcmp(r->o->exclude[i], name))
+			return 1;
+	return 0;
+}
+
 int recv_apply_props(struct rcv *r, const struct store_ds *ds, const struct stream_prop *pv,
-		       size_t n)
+		       size_t n, int replace)
 {
 	int rc;
+	if (replace) {
+		/* the stream carries the sender's whole set (send -p, -R, -I):
+		 * as zfs, it replaces what was received before, so a property
+		 * the sender no longer sets (or that -x leaves out) is no
+		 * longer received here; one the receiver never records as
+		 * received (storage policy, the source path) is left alone */
+		const char **keep = n ? calloc(n, sizeof *keep) : NULL;
+		size_t nk = 0;
+		if (n && !keep)
+			return ferry_err(FERR_NOMEM, "receiving properties");
+		/* below a package's top, a property -o sets there is
+		 * inherited from it, not received */
+		int here = recv_sets_here(r, ds->name);
+		for (size_t i = 0; i < n; i++) {
+			int over = 0;
+			for (size_t j = 0; !here && j < r->o->nset; j++)
+				over |= !strcmp(r->o->set[j].name, pv[i].name);
+			if (!user_excluded(r, pv[i].name) && !over)
+				keep[nk++] = pv[i].name;
+		}
+		rc = store_prop_drop_received(r->p, ds, keep, nk);
+		free(keep);
+		if (rc < 0)
+			return rc;
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (excluded(r, pv[i].name))
 			continue;
@@ -43,7 +82,8 @@ int recv_apply_props(struct rcv *r, const struct store_ds *ds, const struct stre
 		}
 		r->st.props_received++;
 	}
-	if (r->o->nset && (rc = store_prop_set(r->p, ds, r->o->set, r->o->nset, STORE_SRC_LOCAL)) < 0)
+	if (r->o->nset && recv_sets_here(r, ds->name) &&
+	    (rc = store_prop_set(r->p, ds, r->o->set, r->o->nset, STORE_SRC_LOCAL)) < 0)
 		return rc;
 	return 0;
 }
@@ -52,7 +92,9 @@ int recv_apply_props(struct rcv *r, const struct store_ds *ds, const struct stre
 int recv_target_codec(struct rcv *r, const char *name, const struct store_ds *ds,
 			const struct stream_prop *pv, size_t n, struct codec_spec *c)
 {
-	for (size_t i = 0; i < r->o->nset; i++)
+	/* below a package's top the -o value is inherited (a dry run, which
+	 * creates no top, takes it as it is) */
+	for (size_t i = 0; (recv_sets_here(r, name) || r->dryrun) && i < r->o->nset; i++)
 		if (!strcmp(r->o->set[i].name, "compression") || !strcmp(r->o->set[i].name, "compress"))
 			return codec_parse(r->o->set[i].value, c);
 	if (r->o->flags & RECV_KEEP_SOURCE_COMPRESSION)

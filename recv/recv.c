@@ -70,6 +70,13 @@ int recv_substream(struct rcv *r, const struct stream_begin *b, const struct str
 	r->objs_n = r->reached = r->last_seq = 0;
 	if ((rc = recv_sub_plan(r, &s)) < 0)
 		goto out;
+	if (s.skip) {
+		if ((rc = recv_sub_skip(r)) < 0)
+			goto out;
+		if (r->o->skipped)
+			r->o->skipped(r->o->arg, s.full);
+		goto out;
+	}
 	if ((rc = store_hset_new(r->p, 0, &r->objs)) < 0 ||
 	    (rc = store_hset_new(r->p, 0, &r->seen)) < 0 || (rc = recv_sub_resume(r, &s)) < 0)
 		goto out;

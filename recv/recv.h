@@ -70,13 +70,19 @@ struct recv_opts {
 	 * destroys (or, with -n, would destroy) because the sender no longer
 	 * has it, before the package commits. May be NULL. */
 	void (*destroyed)(void *arg, const char *name);
+	/* Called with the full local name of each snapshot of a package that
+	 * the dataset already has (same guid), which is skipped, as zfs does,
+	 * after its substream was read to its END. May be NULL. */
+	void (*skipped)(void *arg, const char *snapshot);
 	void *arg;
 };
 
 /* Receives the stream read from in into pool p under target (a dataset,
  * or DATASET@SNAP for a single stream; with RECV_DISCARD/RECV_LASTNAME the
- * parent of the received names). Returns 0 or a negative FERR_* code with
- * a detail naming what failed. Nothing is committed for a snapshot whose
+ * parent of the received names). A package's snapshot that its dataset
+ * already has (same guid) is skipped; a single stream of one is refused,
+ * and so is a full stream into an existing dataset without RECV_FORCE.
+ * Returns 0 or a negative FERR_* code with a detail naming what failed. Nothing is committed for a snapshot whose
  * substream is not whole; snapshots of a package committed before a
  * failure stay, except with RECV_FORCE (and not RECV_RESUMABLE): then the
  * whole package, its rollbacks and destructions are one catalogue

@@ -336,6 +336,10 @@ int cat_meta_set(struct store_pool *p, const char *key, const char *value)
 int cat_next_txg(struct store_pool *p, uint64_t *txg)
 {
 	char buf[32];
+	if (p->txg_pinned && p->pin_txg) {
+		*txg = p->pin_txg;
+		return 0;
+	}
 	int r = cat_meta_get(p, "txg", buf, sizeof buf);
 	if (r < 0)
 		return r;
@@ -343,8 +347,25 @@ int cat_next_txg(struct store_pool *p, uint64_t *txg)
 	snprintf(buf, sizeof buf, "%llu", (unsigned long long)t);
 	if ((r = cat_meta_set(p, "txg", buf)) < 0)
 		return r;
+	if (p->txg_pinned)
+		p->pin_txg = t;
 	*txg = t;
 	return 0;
+}
+
+int store_txg_pin(struct store_pool *p)
+{
+	if (!p->tx_depth)
+		return ferry_err(FERR_INVAL, "a shared txg needs an open transaction");
+	p->txg_pinned = 1;
+	p->pin_txg = 0;
+	return 0;
+}
+
+void store_txg_unpin(struct store_pool *p)
+{
+	p->txg_pinned = 0;
+	p->pin_txg = 0;
 }
 
 int store_tx_begin(struct store_pool *p)

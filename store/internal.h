@@ -40,6 +40,8 @@ struct store_pool {
 	char act_name[48];  /* this handle's record under run/ (activity.c), or "" */
 	unsigned act_refs;  /* what keeps the record: writers, readers, gc, a transaction */
 	struct cat_site *site; /* the catalogue VFS's state of this pool (catvfs.c) */
+	int txg_pinned;       /* store_txg_pin: cat_next_txg gives pin_txg ... */
+	uint64_t pin_txg;     /* ... once one is drawn (0: not yet) */
 };
 
 /* The catalogue's SQLite VFS (catvfs.c): registers it (idempotent). */

@@ -359,6 +359,71 @@ fail:
 	return r;
 }
 
+int store_prop_drop_received(struct store_pool *p, const struct store_ds *ds,
+			     const char *const *keep, size_t nkeep)
+{
+	sqlite3_stmt *st = NULL;
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	int r, s;
+	if ((r = cat_prepare(p, "SELECT name FROM props WHERE ds_id = ? AND source = ?", &st)) < 0)
+		return r;
+	sqlite3_bind_int64(st, 1, ds->id);
+	sqlite3_bind_int(st, 2, STORE_SRC_RECEIVED);
+	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *nm = (const char *)sqlite3_column_text(st, 0);
+		int kept = 0;
+		for (size_t i = 0; nm && i < nkeep && !kept; i++) {
+			const struct prop_def *d = prop_find(keep[i]);
+			kept = !strcmp(d ? d->name : keep[i], nm);
+		}
+		if (kept)
+			continue;
+		if ((r = VEC_GROW(names, cap, n, 16, "listing received properties")) < 0)
+			goto out;
+		if (!nm || !(names[n] = strdup(nm))) {
+			r = ferry_err(FERR_NOMEM, "listing received properties");
+			goto out;
+		}
+		n++;
+	}
+	if (s != SQLITE_DONE) {
+		r = cat_err(p, "listing received properties");
+		goto out;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (!n)
+		goto out;
+	if ((r = store_tx_begin(p)) < 0)
+		goto out;
+	if ((r = cat_prepare(p, "DELETE FROM props WHERE ds_id = ? AND name = ? AND source = ?",
+			     &st)) < 0) {
+		store_tx_rollback(p);
+		goto out;
+	}
+	for (size_t i = 0; i < n && r == 0; i++) {
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, ds->id);
+		sqlite3_bind_text(st, 2, names[i], -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 3, STORE_SRC_RECEIVED);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			r = cat_err(p, "clearing a received property");
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (r < 0)
+		store_tx_rollback(p);
+	else
+		r = store_tx_commit(p);
+out:
+	sqlite3_finalize(st);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return r;
+}
+
 static int inherit_cb(struct store_pool *p, const struct store_ds *ds, void *arg)
 {
 	const char **a = arg;

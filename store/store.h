@@ -107,6 +107,12 @@ void store_activity_default(const char *what);
 int store_tx_begin(struct store_pool *p) FERRY_WUR;
 int store_tx_commit(struct store_pool *p) FERRY_WUR;
 void store_tx_rollback(struct store_pool *p);
+/* Inside an open transaction (-FERR_INVAL otherwise): every snapshot
+ * committed through p until store_txg_unpin gets one createtxg, drawn at
+ * the first, as the snapshots of one `zfs snapshot` command share one txg.
+ * Unpin before the transaction ends (commit or rollback). */
+int store_txg_pin(struct store_pool *p) FERRY_WUR;
+void store_txg_unpin(struct store_pool *p);
 /* Holds one read snapshot of the catalogue until store_read_end, for a
  * caller that reads much and writes nothing to the main catalogue meanwhile
  * (restore, send): every query in between sees the same state, and SQLite
@@ -187,6 +193,12 @@ int store_prop_all(struct store_pool *p, const struct store_ds *ds,
  * received. Read-only and create-only properties are -FERR_PROP. */
 int store_prop_set(struct store_pool *p, const struct store_ds *ds,
 		   const struct store_propset *props, size_t n, int source) FERRY_WUR;
+/* Drops the received value of every property of ds not named in keep
+ * (nkeep names; aliases as store_prop_set takes them): a stream that
+ * carries the sender's whole property set replaces the received set, as
+ * zfs receive does. Local values stay. */
+int store_prop_drop_received(struct store_pool *p, const struct store_ds *ds,
+			     const char *const *keep, size_t nkeep) FERRY_WUR;
 /* Clears the local and received values of name on ds (with recursive, on
  * all descendants too) so it is inherited again; with revert_received
  * (zfs inherit -S) only the local value is cleared, so a received value

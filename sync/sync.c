@@ -456,7 +456,9 @@ static int sync_dataset(struct one *w)
 		/* the oldest first, so the destination gets the whole history */
 		const struct store_snap *first = (o->flags & SYNC_NO_INTERMEDIATE) ? last : &w->S.v[0];
 		note(w, "full send of %s to %s", first->name, w->canon);
-		if ((r = transfer(w, first, NULL, 0, NULL, w->dd && w->dd->n)) < 0)
+		/* a full stream into a dataset that exists needs -F (zfs's rule);
+		 * with no snapshot there it replaces nothing */
+		if ((r = transfer(w, first, NULL, 0, NULL, w->dd != NULL)) < 0)
 			goto failed;
 		w->res->full = 1;
 		si = (int)(first - w->S.v);

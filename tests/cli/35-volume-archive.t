@@ -13,7 +13,15 @@ truncate -s 64M "$T/disk.img"
 head -c 1000000 /dev/urandom | dd of="$T/disk.img" bs=4096 seek=100 conv=notrunc status=none
 seq 1 100000 | dd of="$T/disk.img" bs=4096 seek=9000 conv=notrunc status=none
 ferry create -V 64M -b 8K tank/vol
-refused 1 "needs --from" "a volume snapshot needs --from" ferry snapshot tank/vol@none
+# a volume nobody wrote to, snapshotted without --from: its current state,
+# volsize zero bytes (as zfs snapshots a new zvol)
+run ferry snapshot tank/vol@none
+is "$rc" 0 "a volume snapshot without --from keeps the current state"
+truncate -s 64M "$T/zero.img"
+rm -f "$T/none.img"
+ferry restore tank/vol@none "$T/none.img" && cmp -s "$T/zero.img" "$T/none.img" &&
+	ok "which is volsize zero bytes" || not_ok "the new volume's snapshot is not 64M of zeros"
+ferry destroy tank/vol@none
 run ferry snapshot -v --from "$T/disk.img" tank/vol@one
 is "$rc" 0 "snapshot a volume from a sparse image"
 cp --sparse=always "$T/disk.img" "$T/disk-one.img"

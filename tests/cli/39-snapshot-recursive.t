@@ -1,6 +1,7 @@
 #!/bin/sh
 # snapshot -r: every dataset below gets the snapshot, or none does (as in
-# zfs); a dataset without a source is skipped with a warning. After gc,
+# zfs); a dataset without a source snapshots its current state (its newest
+# snapshot's tree, empty when it has none), as zfs does. After gc,
 # the pool equals a control whose only snapshot -r succeeded at once.
 . "$(dirname "$0")/lib.sh"
 TREECMP="$FERRY_TOOLS/treecmp"
@@ -28,9 +29,13 @@ cmp -s "$T/before" "$T/after" && ok "properties and figures unchanged" || not_ok
 ferry set source="$T/c" tank/a/c
 run ferry snapshot -r tank/a@s
 is "$rc" 0 "snapshot -r succeeds once every source is there"
-like "$(cat "$T/err")" "tank/a/nosource has no source directory" "a dataset without source is skipped, warned"
+is "$(cat "$T/err")" "" "nothing to warn about"
 is "$(ferry list -H -o name -t snapshot -r tank | tr '\n' ' ')" \
-	"tank/a@s tank/a/b@s tank/a/c@s " "every dataset with a source has the snapshot"
+	"tank/a@s tank/a/b@s tank/a/c@s tank/a/nosource@s " "every dataset has the snapshot"
+mkdir "$T/empty"
+rm -rf "$T/rn"
+ferry restore tank/a/nosource@s "$T/rn" && "$TREECMP" --no-root "$T/empty" "$T/rn" >/dev/null 2>&1 &&
+	ok "the dataset without a source has an empty snapshot" || not_ok "tank/a/nosource@s is not empty"
 for d in a b c; do
 	ds=tank/a; [ "$d" = a ] || ds=tank/a/$d
 	rm -rf "$T/r$d"
@@ -38,7 +43,7 @@ for d in a b c; do
 		ok "$ds@s restores identical" || not_ok "$ds@s differs"
 done
 refused 1 "exists" "snapshot -r refuses an existing snapshot name" ferry snapshot -r tank/a@s
-is "$(ferry list -H -o name -t snapshot -r tank | wc -l)" 3 "and adds nothing"
+is "$(ferry list -H -o name -t snapshot -r tank | wc -l)" 4 "and adds nothing"
 
 # The control: the same datasets and sources, one snapshot -r that succeeds
 # (no failed attempt before it, whose blocks gc must have freed)
@@ -48,5 +53,6 @@ ferry create -o source="$T/b" ctl/a/b
 ferry create -o source="$T/c" ctl/a/c
 ferry create ctl/a/nosource
 ferry snapshot -r ctl/a@s 2>/dev/null
-after_check -e "/a@s=$T/a" -e "/a/b@s=$T/b" -e "/a/c@s=$T/c" tank ctl "snapshot -r"
+# the empty tree (checked above) has the mtime of its dataset's creation
+after_check -e "/a/nosource@s=$T/rn" -e "/a@s=$T/a" -e "/a/b@s=$T/b" -e "/a/c@s=$T/c" tank ctl "snapshot -r"
 done_testing

@@ -188,7 +188,15 @@ for name in $(printf '%s\n' "$paths" | cut -f1); do
 		i=0
 		k=$POINTS
 		[ "$kind" = alloc ] && k=$APOINTS
-		for n in $(points "$c" "$k"); do
+		# the incremental capture's commit, allocation by allocation: a
+		# failed step there once let SQLite roll the transaction back and
+		# the statements after it commit alone (a snapshot committed, and
+		# the command said it failed); its first statement is about 746
+		# allocations before the end in this world
+		dense=''
+		[ "$name" = capture-incr ] && [ "$kind" = alloc ] && [ "$c" -gt 800 ] &&
+			dense=$(seq $((c - 790)) $((c - 700)))
+		for n in $(points "$c" "$k") $dense; do
 			i=$((i + 1))
 			case $kind in
 			write | create) [ $((i % 2)) = 1 ] && err=ENOSPC || err=EIO ;;
