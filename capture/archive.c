@@ -141,14 +141,9 @@ static int tab_insert(struct actx *c, struct anode *n)
 
 static int add_kid(struct anode *parent, struct anode *k)
 {
-	if (parent->nkids == parent->capkids) {
-		size_t nc = parent->capkids ? parent->capkids * 2 : 8;
-		struct anode **nk = realloc(parent->kids, nc * sizeof *nk);
-		if (!nk)
-			return ferry_err(FERR_NOMEM, "capturing an archive");
-		parent->kids = nk;
-		parent->capkids = nc;
-	}
+	int r;
+	if ((r = VEC_GROW(parent->kids, parent->capkids, parent->nkids, 8, "capturing an archive")) < 0)
+		return r;
 	parent->kids[parent->nkids++] = k;
 	return 0;
 }

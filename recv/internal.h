@@ -67,9 +67,9 @@ struct rcv {
 	int tx;                     /* ... which is open */
 	char pkg_top[STORE_NAME_MAX + 1];
 	struct pkgds *pds;
-	size_t npds;
+	size_t npds, cappds;
 	struct dryds *dds;
-	size_t ndds;
+	size_t ndds, capdds;
 	int depth;
 };
 

@@ -652,14 +652,9 @@ static const char *rlink_find(struct rst *r, uint64_t id)
 
 static int rlink_add(struct rst *r, uint64_t id)
 {
-	if (r->nlinks == r->caplinks) {
-		size_t nc = r->caplinks ? r->caplinks * 2 : 64;
-		struct rlink *nl = realloc(r->links, nc * sizeof *nl);
-		if (!nl)
-			return ferry_err(FERR_NOMEM, "restoring hardlinks");
-		r->links = nl;
-		r->caplinks = nc;
-	}
+	int rc;
+	if ((rc = VEC_GROW(r->links, r->caplinks, r->nlinks, 64, "restoring hardlinks")) < 0)
+		return rc;
 	char *s = malloc(r->path.len + 1);
 	if (!s)
 		return ferry_err(FERR_NOMEM, "restoring hardlinks");
