@@ -2,10 +2,9 @@
  * libarchive (the only capture file that knows libarchive).
  *
  * Members arrive in archive order, directories maybe after their contents
- * or not at all, so the tree is assembled in memory (names and attributes;
- * file data goes straight to blocks) and the directory nodes are built
- * bottom-up at the end, iteratively (trees of any depth cost heap, not
- * stack). A node holds its own name and its parent, never its whole path,
+ * or not at all, so the tree is assembled in memory (archive_tree.c: names
+ * and attributes; file data goes straight to blocks) and the directory
+ * nodes are built bottom-up at the end. A node holds its own name and its parent, never its whole path,
  * so a deep tree costs memory in proportion to its entries, not to the sum
  * of its path lengths. Member names are hostile input: absolute names are
  * made relative, "." components dropped, names with ".." refused, and a
@@ -20,60 +19,6 @@
 #include <sys/sysmacros.h>
 
 #include "internal.h"
-
-struct anode {
-	char *name;            /* "" for the root */
-	struct anode *parent;  /* NULL for the root */
-	struct node_entry e;
-	char *target;
-	uint8_t *xabuf;
-	struct node_xattr *xa;
-	struct anode **kids;
-	size_t nkids, capkids;
-	struct anode *hnext;   /* in actx.tab, keyed by (parent, name) */
-};
-
-struct actx {
-	struct store_writer *w;
-	struct capture_stats *st;
-	struct codec_spec policy;
-	uint32_t rs;
-	void (*warn)(void *, const char *, const char *);
-	void *arg;
-	struct anode **tab;
-	size_t tabsize, count;
-	struct anode root;
-	uint8_t *rec, *scratch;
-	uint64_t next_link;
-	int partial;
-	/* get_node's memory of the last path it resolved: the node at the end
-	 * of each component and where it ends in last, so a member in the
-	 * directory of the one before (archives come in tree order) costs a
-	 * memcmp, not a walk of its whole path */
-	char *last;
-	size_t last_len, last_cap;
-	struct anode **chain;
-	size_t *chain_end;
-	size_t nchain, capchain, capchain_end;
-};
-
-/* A member name is at most this long: NODE_TREE_DEPTH_MAX + 1 directories
- * of the longest names, and the entry. */
-#define MEMBER_NAME_MAX ((size_t)(NODE_TREE_DEPTH_MAX + 2) * (NODE_NAME_MAX + 1))
-
-static uint64_t key_hash(const struct anode *parent, const char *s, size_t n)
-{
-	uint64_t h = 1469598103934665603ull ^ ((uint64_t)(uintptr_t)parent * 0x9E3779B97F4A7C15ull);
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
-	return h;
-}
-
-static int put_node(void *arg, int type, const uint8_t *data, size_t len, uint8_t *hash)
-{
-	struct actx *c = arg;
-	return store_writer_put_node(c->w, type, data, len, hash);
-}
 
 /* A warning names at most this much of a path: its start and its end. */
 #define WARN_PATH_MAX 4096
@@ -99,176 +44,6 @@ static void awarn(struct actx *c, const char *path, const char *msg, int partial
 		return;
 	}
 	c->warn(c->arg, path, msg);
-}
-
-/* The child name (n bytes) of parent, or NULL. */
-static struct anode *kid_find(struct actx *c, const struct anode *parent, const char *name,
-			      size_t n)
-{
-	if (!c->tabsize)
-		return NULL;
-	for (struct anode *x = c->tab[key_hash(parent, name, n) & (c->tabsize - 1)]; x;
-	     x = x->hnext)
-		if (x->parent == parent && !strncmp(x->name, name, n) && !x->name[n])
-			return x;
-	return NULL;
-}
-
-static int tab_insert(struct actx *c, struct anode *n)
-{
-	if ((c->count + 1) * 2 > c->tabsize) {
-		size_t ns = c->tabsize ? c->tabsize * 2 : 1024;
-		struct anode **nt = calloc(ns, sizeof *nt);
-		if (!nt)
-			return ferry_err(FERR_NOMEM, "capturing an archive");
-		for (size_t i = 0; i < c->tabsize; i++)
-			for (struct anode *x = c->tab[i], *nx; x; x = nx) {
-				nx = x->hnext;
-				size_t h = key_hash(x->parent, x->name, strlen(x->name)) & (ns - 1);
-				x->hnext = nt[h];
-				nt[h] = x;
-			}
-		free(c->tab);
-		c->tab = nt;
-		c->tabsize = ns;
-	}
-	size_t h = key_hash(n->parent, n->name, strlen(n->name)) & (c->tabsize - 1);
-	n->hnext = c->tab[h];
-	c->tab[h] = n;
-	c->count++;
-	return 0;
-}
-
-static int add_kid(struct anode *parent, struct anode *k)
-{
-	if (parent->nkids == parent->capkids) {
-		size_t nc = parent->capkids ? parent->capkids * 2 : 8;
-		struct anode **nk = realloc(parent->kids, nc * sizeof *nk);
-		if (!nk)
-			return ferry_err(FERR_NOMEM, "capturing an archive");
-		parent->kids = nk;
-		parent->capkids = nc;
-	}
-	parent->kids[parent->nkids++] = k;
-	return 0;
-}
-
-/* Remembers that the component of the last path ending at end is n. */
-static int chain_add(struct actx *c, struct anode *n, size_t end)
-{
-	int r;
-	if ((r = VEC_GROW(c->chain, c->capchain, c->nchain, 64, "capturing an archive")) < 0 ||
-	    (r = VEC_GROW(c->chain_end, c->capchain_end, c->nchain, 64, "capturing an archive")) < 0)
-		return r;
-	c->chain[c->nchain] = n;
-	c->chain_end[c->nchain++] = end;
-	return 0;
-}
-
-/* Finds the node for path (normalized: no empty, "." or ".." component),
- * or with create makes it and its missing parents, as directories with
- * default attributes. Without create, *out is NULL when it is missing.
- * -FERR_CORRUPT when a component is not a directory. */
-static int get_node(struct actx *c, const char *path, int create, struct anode **out)
-{
-	size_t plen = strlen(path), same = 0, k = 0;
-	int r;
-	/* the components path shares with the last one are known */
-	while (same < plen && same < c->last_len && path[same] == c->last[same])
-		same++;
-	for (size_t lo = 0, hi = c->nchain; lo < hi;) {
-		size_t mid = (lo + hi) / 2, e = c->chain_end[mid];
-		if (e < same || (e == same && (path[e] == '/' || !path[e]))) {
-			k = mid + 1;
-			lo = mid + 1;
-		} else {
-			hi = mid;
-		}
-	}
-	c->nchain = k;
-	c->last_len = k ? c->chain_end[k - 1] : 0;
-	if (plen + 1 > c->last_cap) {
-		char *nl = realloc(c->last, plen + 1);
-		if (!nl)
-			return ferry_err(FERR_NOMEM, "capturing an archive");
-		c->last = nl;
-		c->last_cap = plen + 1;
-	}
-	struct anode *cur = k ? c->chain[k - 1] : &c->root;
-	const char *s = path + c->last_len;
-	if (*s == '/')
-		s++;
-	while (*s) {
-		size_t len = strcspn(s, "/");
-		if (cur->e.ftype != NODE_F_DIR)
-			return ferry_err(FERR_CORRUPT, "archive has '%.200s' under a non-directory", path);
-		struct anode *n = kid_find(c, cur, s, len);
-		if (!n) {
-			if (!create) {
-				*out = NULL;
-				return 0;
-			}
-			if (!(n = calloc(1, sizeof *n)) || !(n->name = strndup(s, len))) {
-				free(n);
-				return ferry_err(FERR_NOMEM, "capturing an archive");
-			}
-			n->parent = cur;
-			n->e.ftype = NODE_F_DIR;
-			n->e.mode = 0755;
-			if ((r = tab_insert(c, n)) < 0) {
-				free(n->name);
-				free(n);
-				return r;
-			}
-			/* in the table now: freed with it */
-			if ((r = add_kid(cur, n)) < 0)
-				return r;
-		}
-		size_t end = (size_t)(s - path) + len;
-		if ((r = chain_add(c, n, end)) < 0)
-			return r;
-		memcpy(c->last + c->last_len, path + c->last_len, end - c->last_len);
-		c->last_len = end;
-		cur = n;
-		s += len;
-		if (*s == '/')
-			s++;
-	}
-	*out = cur;
-	return 0;
-}
-
-/* Normalizes a member name into out (which holds at least strlen(in) + 1
- * bytes) and gives its number of components in *levels; 0 ok, 1 to skip
- * (unsafe or overlong). */
-static int normalize(const char *in, char *out, size_t *levels)
-{
-	size_t o = 0, k = 0;
-	const char *s = in;
-	while (*s) {
-		while (*s == '/')
-			s++;
-		if (!*s)
-			break;
-		size_t len = strcspn(s, "/");
-		if (len == 1 && s[0] == '.') {
-			s += 1;
-			continue;
-		}
-		if (len == 2 && s[0] == '.' && s[1] == '.')
-			return 1;
-		if (len > NODE_NAME_MAX)
-			return 1;
-		if (o)
-			out[o++] = '/';
-		memcpy(out + o, s, len);
-		o += len;
-		s += len;
-		k++;
-	}
-	out[o] = 0;
-	*levels = k;
-	return 0;
 }
 
 static int put_record(struct actx *c, struct node_bl_builder *bl, size_t len)
@@ -301,7 +76,7 @@ static int read_member(struct actx *c, struct archive *a, struct anode *n, const
 	la_int64_t off;
 	uint64_t rec_start = 0, end = 0;
 	int dirty = 0, r = 0, t;
-	node_bl_builder_init(&bl, put_node, c, c->rs);
+	node_bl_builder_init(&bl, arch_put_node, c, c->rs);
 	memset(c->rec, 0, c->rs);
 	for (;;) {
 		int ar = archive_read_data_block(a, &buf, &size, &off);
@@ -445,85 +220,6 @@ out:
 	return r;
 }
 
-static int kid_cmp(const void *a, const void *b)
-{
-	return strcmp((*(struct anode *const *)a)->name, (*(struct anode *const *)b)->name);
-}
-
-/* The node of directory d, whose subdirectories' nodes are built. */
-static int dir_node(struct actx *c, struct anode *d)
-{
-	struct node_dir_builder b;
-	int r = 0, t;
-	node_dir_builder_init(&b, put_node, c);
-	for (size_t i = 0; i < d->nkids; i++) {
-		struct anode *k = d->kids[i];
-		k->e.name = (const uint8_t *)k->name;
-		k->e.name_len = strlen(k->name);
-		if ((r = node_dir_builder_add(&b, &k->e)) < 0)
-			goto out;
-	}
-	r = node_dir_builder_finish(&b, &t, d->e.child);
-	d->e.child_type = (uint8_t)t;
-out:
-	node_dir_builder_release(&b);
-	return r;
-}
-
-/* Builds the directory nodes bottom-up: a depth-first walk with a stack of
- * (directory, next child), children before their parent. */
-static int build_tree(struct actx *c)
-{
-	struct bframe {
-		struct anode *d;
-		size_t i;
-	} *st = NULL;
-	size_t n = 0, cap = 0;
-	int r = 0;
-	if ((r = VEC_GROW(st, cap, n, 64, "capturing an archive")) < 0)
-		return r;
-	st[n++] = (struct bframe){&c->root, 0};
-	if (c->root.nkids)
-		qsort(c->root.kids, c->root.nkids, sizeof *c->root.kids, kid_cmp);
-	while (n) {
-		struct bframe *f = &st[n - 1];
-		if (f->i < f->d->nkids) {
-			struct anode *k = f->d->kids[f->i++];
-			if (k->e.ftype != NODE_F_DIR)
-				continue;
-			if ((r = VEC_GROW(st, cap, n, 64, "capturing an archive")) < 0)
-				break;
-			if (k->nkids)
-				qsort(k->kids, k->nkids, sizeof *k->kids, kid_cmp);
-			st[n++] = (struct bframe){k, 0};
-			continue;
-		}
-		if ((r = dir_node(c, f->d)) < 0)
-			break;
-		n--;
-	}
-	free(st);
-	return r;
-}
-
-static void free_tree(struct actx *c)
-{
-	for (size_t i = 0; i < c->tabsize; i++)
-		for (struct anode *x = c->tab[i], *nx; x; x = nx) {
-			nx = x->hnext;
-			free(x->name);
-			free(x->target);
-			free(x->xa);
-			free(x->xabuf);
-			free(x->kids);
-			free(x);
-		}
-	free(c->tab);
-	free(c->root.kids);
-	free(c->root.xa);
-	free(c->root.xabuf);
-}
-
 /* Makes *buf (of *cap bytes) hold a normalized copy of name: 1 when name
  * is longer than any member can be. */
 static int name_buf(char **buf, size_t *cap, const char *name)
@@ -541,6 +237,155 @@ static int name_buf(char **buf, size_t *cap, const char *name)
 	return 0;
 }
 
+/* A member that is a hardlink to hl: it gets its target's blocklist and
+ * attributes, or is skipped (warned) when the target is not a file met
+ * before. */
+static int member_link(struct actx *c, struct anode *n, const char *hl)
+{
+	struct anode *t = NULL;
+	size_t tl;
+	int r;
+	if ((r = name_buf(&c->tp, &c->tpcap, hl)) < 0)
+		return r;
+	if (r == 0 && !arch_normalize(hl, c->tp, &tl) && arch_get_node(c, c->tp, 0, &t) < 0) {
+		ferry_err_clear();
+		t = NULL;
+	}
+	if (!t || t->e.ftype != NODE_F_REG) {
+		awarn(c, c->path, "hardlink to a missing file; skipped", 1);
+		n->e.ftype = NODE_F_REG;
+		n->e.size = 0;
+		n->e.child_type = 0;
+		return 0;
+	}
+	if (!t->e.link_id)
+		t->e.link_id = ++c->next_link;
+	n->e.ftype = NODE_F_REG;
+	n->e.link_id = t->e.link_id;
+	n->e.size = t->e.size;
+	n->e.child_type = t->e.child_type;
+	memcpy(n->e.child, t->e.child, FERRY_HASH_LEN);
+	n->e.mode = t->e.mode;
+	n->e.uid = t->e.uid;
+	n->e.gid = t->e.gid;
+	n->e.mtime_sec = t->e.mtime_sec;
+	n->e.mtime_nsec = t->e.mtime_nsec;
+	return 0;
+}
+
+/* The content of member n of type ft: a file's data, a symlink's target,
+ * a device's numbers. */
+static int member_content(struct actx *c, struct archive *a, struct archive_entry *ae,
+			  struct anode *n, mode_t ft)
+{
+	const char *path = c->path;
+	int r;
+	switch (ft) {
+	case AE_IFDIR:
+		n->e.ftype = NODE_F_DIR;
+		break;
+	case AE_IFREG:
+		n->e.ftype = NODE_F_REG;
+		if ((r = read_member(c, a, n, path, archive_entry_size_is_set(ae)
+							    ? archive_entry_size(ae) : -1)) < 0)
+			return r;
+		if (!n->e.size)
+			n->e.child_type = 0;
+		break;
+	case AE_IFLNK: {
+		const char *t = archive_entry_symlink(ae);
+		size_t tl = t ? strlen(t) : 0;
+		if (!tl || tl > NODE_TARGET_MAX) {
+			awarn(c, path, "bad symlink target; skipped", 1);
+			n->e.ftype = NODE_F_REG;
+			return 0;
+		}
+		free(n->target);
+		if (!(n->target = strdup(t)))
+			return ferry_err(FERR_NOMEM, "capturing an archive");
+		n->e.ftype = NODE_F_SYMLINK;
+		n->e.target = (const uint8_t *)n->target;
+		n->e.target_len = tl;
+		c->st->symlinks++;
+		break;
+	}
+	case AE_IFIFO:
+	case AE_IFCHR:
+	case AE_IFBLK:
+		n->e.ftype = ft == AE_IFIFO ? NODE_F_FIFO : ft == AE_IFCHR ? NODE_F_CHR : NODE_F_BLK;
+		if (ft != AE_IFIFO) {
+			n->e.rdev_major = major(archive_entry_rdev(ae));
+			n->e.rdev_minor = minor(archive_entry_rdev(ae));
+		}
+		c->st->specials++;
+		break;
+	default:
+		awarn(c, path, "unsupported member type; skipped", 0);
+		n->e.ftype = NODE_F_REG;
+	}
+	return 0;
+}
+
+/* One member of the archive, its header just read: into the tree, or
+ * skipped with a warning (an unsafe name, too deep, a clash of types). */
+static int member(struct actx *c, struct archive *a, struct archive_entry *ae)
+{
+	size_t levels;
+	int r;
+	const char *raw = archive_entry_pathname(ae);
+	if (raw && (r = name_buf(&c->path, &c->pathcap, raw)) < 0)
+		return r;
+	if (!raw || r == 1 || arch_normalize(raw, c->path, &levels)) {
+		awarn(c, raw ? raw : "?", "unsafe or overlong member name; skipped", 1);
+		return 0;
+	}
+	const char *path = c->path;
+	if (levels > (size_t)NODE_TREE_DEPTH_MAX + 1) {
+		/* as a tree's capture records a directory deeper than
+		 * that empty: nothing below it */
+		char msg[128];
+		snprintf(msg, sizeof msg, "member deeper than %d directory levels; skipped",
+			 NODE_TREE_DEPTH_MAX);
+		awarn(c, path, msg, 1);
+		return 0;
+	}
+	mode_t ft = archive_entry_filetype(ae);
+	const char *hl = archive_entry_hardlink(ae);
+	if (!*path) {
+		if (ft == AE_IFDIR) {
+			set_attrs(&c->root, ae);
+			if ((r = read_xattrs(&c->root, ae)) < 0)
+				return r;
+		}
+		return 0;
+	}
+	struct anode *n;
+	if ((r = arch_get_node(c, path, 0, &n)) < 0) {
+		if (r != -FERR_CORRUPT)
+			return r;
+		ferry_err_clear(); /* said again just below */
+		n = NULL;
+	}
+	if (n && (n->e.ftype == NODE_F_DIR) != (ft == AE_IFDIR)) {
+		awarn(c, path, "member replaces an entry of another type; skipped", 1);
+		return 0;
+	}
+	if ((r = arch_get_node(c, path, 1, &n)) < 0) {
+		if (r == -FERR_CORRUPT) {
+			awarn(c, path, ferry_errmsg(r), 1);
+			ferry_err_clear();
+			return 0;
+		}
+		return r;
+	}
+	set_attrs(n, ae);
+	if ((r = read_xattrs(n, ae)) < 0)
+		return r;
+	if (hl)
+		return member_link(c, n, hl);
+	return member_content(c, a, ae, n, ft);
+}
+
 int capture_archive(struct store_pool *p, struct store_writer *w, struct capture_stats *st,
 		    const char *from, struct codec_spec policy, uint32_t rs, unsigned threads,
 		    void (*warnfn)(void *, const char *, const char *), void *arg,
@@ -551,8 +396,6 @@ int capture_archive(struct store_pool *p, struct store_writer *w, struct capture
 	struct archive_entry *ae;
 	struct fbuf rb;
 	struct stat sb;
-	char *path = NULL, *tp = NULL;
-	size_t pathcap = 0, tpcap = 0, levels;
 	int r = 0;
 	memset(&c, 0, sizeof c);
 	c.w = w;
@@ -591,135 +434,10 @@ int capture_archive(struct store_pool *p, struct store_writer *w, struct capture
 				      archive_error_string(a));
 			goto out;
 		}
-		const char *raw = archive_entry_pathname(ae);
-		if (raw && (r = name_buf(&path, &pathcap, raw)) < 0)
+		if ((r = member(&c, a, ae)) < 0)
 			goto out;
-		if (!raw || r == 1 || normalize(raw, path, &levels)) {
-			awarn(&c, raw ? raw : "?", "unsafe or overlong member name; skipped", 1);
-			r = 0;
-			continue;
-		}
-		if (levels > (size_t)NODE_TREE_DEPTH_MAX + 1) {
-			/* as a tree's capture records a directory deeper than
-			 * that empty: nothing below it */
-			char msg[128];
-			snprintf(msg, sizeof msg, "member deeper than %d directory levels; skipped",
-				 NODE_TREE_DEPTH_MAX);
-			awarn(&c, path, msg, 1);
-			continue;
-		}
-		mode_t ft = archive_entry_filetype(ae);
-		const char *hl = archive_entry_hardlink(ae);
-		if (!*path) {
-			if (ft == AE_IFDIR) {
-				set_attrs(&c.root, ae);
-				if ((r = read_xattrs(&c.root, ae)) < 0)
-					goto out;
-			}
-			continue;
-		}
-		struct anode *n;
-		if ((r = get_node(&c, path, 0, &n)) < 0) {
-			if (r != -FERR_CORRUPT)
-				goto out;
-			ferry_err_clear(); /* said again just below */
-			r = 0;
-			n = NULL;
-		}
-		if (n && (n->e.ftype == NODE_F_DIR) != (ft == AE_IFDIR)) {
-			awarn(&c, path, "member replaces an entry of another type; skipped", 1);
-			continue;
-		}
-		if ((r = get_node(&c, path, 1, &n)) < 0) {
-			if (r == -FERR_CORRUPT) {
-				awarn(&c, path, ferry_errmsg(r), 1);
-				ferry_err_clear();
-				r = 0;
-				continue;
-			}
-			goto out;
-		}
-		set_attrs(n, ae);
-		if ((r = read_xattrs(n, ae)) < 0)
-			goto out;
-		if (hl) {
-			struct anode *t = NULL;
-			size_t tl;
-			if ((r = name_buf(&tp, &tpcap, hl)) < 0)
-				goto out;
-			if (r == 0 && !normalize(hl, tp, &tl) && get_node(&c, tp, 0, &t) < 0) {
-				ferry_err_clear();
-				t = NULL;
-			}
-			r = 0;
-			if (!t || t->e.ftype != NODE_F_REG) {
-				awarn(&c, path, "hardlink to a missing file; skipped", 1);
-				n->e.ftype = NODE_F_REG;
-				n->e.size = 0;
-				n->e.child_type = 0;
-				continue;
-			}
-			if (!t->e.link_id)
-				t->e.link_id = ++c.next_link;
-			n->e.ftype = NODE_F_REG;
-			n->e.link_id = t->e.link_id;
-			n->e.size = t->e.size;
-			n->e.child_type = t->e.child_type;
-			memcpy(n->e.child, t->e.child, FERRY_HASH_LEN);
-			n->e.mode = t->e.mode;
-			n->e.uid = t->e.uid;
-			n->e.gid = t->e.gid;
-			n->e.mtime_sec = t->e.mtime_sec;
-			n->e.mtime_nsec = t->e.mtime_nsec;
-			continue;
-		}
-		switch (ft) {
-		case AE_IFDIR:
-			n->e.ftype = NODE_F_DIR;
-			break;
-		case AE_IFREG:
-			n->e.ftype = NODE_F_REG;
-			if ((r = read_member(&c, a, n, path, archive_entry_size_is_set(ae)
-								     ? archive_entry_size(ae) : -1)) < 0)
-				goto out;
-			if (!n->e.size)
-				n->e.child_type = 0;
-			break;
-		case AE_IFLNK: {
-			const char *t = archive_entry_symlink(ae);
-			size_t tl = t ? strlen(t) : 0;
-			if (!tl || tl > NODE_TARGET_MAX) {
-				awarn(&c, path, "bad symlink target; skipped", 1);
-				n->e.ftype = NODE_F_REG;
-				continue;
-			}
-			free(n->target);
-			if (!(n->target = strdup(t))) {
-				r = ferry_err(FERR_NOMEM, "capturing an archive");
-				goto out;
-			}
-			n->e.ftype = NODE_F_SYMLINK;
-			n->e.target = (const uint8_t *)n->target;
-			n->e.target_len = tl;
-			c.st->symlinks++;
-			break;
-		}
-		case AE_IFIFO:
-		case AE_IFCHR:
-		case AE_IFBLK:
-			n->e.ftype = ft == AE_IFIFO ? NODE_F_FIFO : ft == AE_IFCHR ? NODE_F_CHR : NODE_F_BLK;
-			if (ft != AE_IFIFO) {
-				n->e.rdev_major = major(archive_entry_rdev(ae));
-				n->e.rdev_minor = minor(archive_entry_rdev(ae));
-			}
-			c.st->specials++;
-			break;
-		default:
-			awarn(&c, path, "unsupported member type; skipped", 0);
-			n->e.ftype = NODE_F_REG;
-		}
 	}
-	if ((r = build_tree(&c)) < 0)
+	if ((r = arch_build_tree(&c)) < 0)
 		goto out;
 	if ((r = node_root_encode(&rb, NODE_ROOT_FILESYSTEM, &c.root.e)) < 0)
 		goto out;
@@ -730,12 +448,12 @@ int capture_archive(struct store_pool *p, struct store_writer *w, struct capture
 out:
 	if (a)
 		archive_read_free(a);
-	free_tree(&c);
+	arch_free_tree(&c);
 	free(c.last);
 	free(c.chain);
 	free(c.chain_end);
-	free(path);
-	free(tp);
+	free(c.path);
+	free(c.tp);
 	free(c.rec);
 	free(c.scratch);
 	fbuf_release(&rb);

@@ -68,9 +68,9 @@ struct rcv {
 	char pkg_top[STORE_NAME_MAX + 1];
 	char top_local[STORE_NAME_MAX + 1]; /* pkg_top's local name: where -o applies */
 	struct pkgds *pds;
-	size_t npds;
+	size_t npds, cappds;
 	struct dryds *dds;
-	size_t ndds;
+	size_t ndds, capdds;
 	int depth;
 };
 

@@ -22,14 +22,14 @@ void recv_pkg_free(struct rcv *r)
 	free(r->pds);
 	r->pds = NULL;
 	r->npds = 0;
+	r->cappds = 0;
 }
 
 static int recv_pkg_add(struct rcv *r, const struct stream_dataset *sd)
 {
-	struct pkgds *nv = realloc(r->pds, (r->npds + 1) * sizeof *nv);
-	if (!nv)
-		return ferry_err(FERR_NOMEM, "receiving a package");
-	r->pds = nv;
+	int rc;
+	if ((rc = VEC_GROW(r->pds, r->cappds, r->npds, 8, "receiving a package")) < 0)
+		return rc;
 	struct pkgds *d = &r->pds[r->npds++];
 	memset(d, 0, sizeof *d);
 	d->guid = sd->guid;

@@ -82,10 +82,9 @@ int recv_dry_note(struct rcv *r, const char *name, uint64_t guid)
 {
 	struct dryds *d = dry_find(r, name);
 	if (!d) {
-		struct dryds *nv = realloc(r->dds, (r->ndds + 1) * sizeof *nv);
-		if (!nv)
-			return ferry_err(FERR_NOMEM, "receiving");
-		r->dds = nv;
+		int rc;
+		if ((rc = VEC_GROW(r->dds, r->capdds, r->ndds, 8, "receiving")) < 0)
+			return rc;
 		d = &r->dds[r->ndds++];
 		snprintf(d->name, sizeof d->name, "%s", name);
 	}

@@ -254,16 +254,8 @@ static int emit_entry(struct ar *w, const struct node_entry *e, int s)
 	    (r = node_bl_walk(rd_node, w->rd, e->child_type, e->child, e->size, emit_extent, w)) < 0)
 		goto out;
 	if (e->ftype == NODE_F_REG && e->link_id && !first) {
-		if (w->nlinks == w->caplinks) {
-			size_t nc = w->caplinks ? w->caplinks * 2 : 64;
-			void *nl = realloc(w->links, nc * sizeof *w->links);
-			if (!nl) {
-				r = ferry_err(FERR_NOMEM, "writing an archive");
-				goto out;
-			}
-			w->links = nl;
-			w->caplinks = nc;
-		}
+		if ((r = VEC_GROW(w->links, w->caplinks, w->nlinks, 64, "writing an archive")) < 0)
+			goto out;
 		if (!(w->links[w->nlinks].path = strdup((const char *)w->path.data))) {
 			r = ferry_err(FERR_NOMEM, "writing an archive");
 			goto out;
