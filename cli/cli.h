@@ -42,6 +42,8 @@ int cmd_diff(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 int cmd_send(int argc, char **argv);
 int cmd_recv(int argc, char **argv);
+int cmd_serve(int argc, char **argv);  /* cmd_serve.c: docs/ferry-serve.8 */
+int cmd_token(int argc, char **argv);  /* cmd_token.c */
 /* destroy of snapshots (DATASET@NAME, a%b ranges, -r -n -v -p); argv as
  * for cmd_destroy. cmd_destroy hands names containing '@' to it. */
 int cli_snap_destroy(int argc, char **argv);

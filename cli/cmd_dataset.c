@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../store/store.h"
+#include "http.h"
 #include "table.h"
 
 /* Opens the pool holding name and looks the dataset (or, with an '@', the
@@ -481,6 +482,8 @@ int cmd_list(int argc, char **argv)
 	int c, r, rc, recursive = 0, depth = 0, scripted = 0, json = 0;
 	struct rowset rs;
 	json_t *top = NULL;
+	if (cli_http_has_url(argc, argv))
+		return cli_http_list(argc, argv); /* cli/http_list.c */
 	memset(&rs, 0, sizeof rs);
 	rs.types = (1 << STORE_DS_FILESYSTEM) | (1 << STORE_DS_VOLUME);
 	optind = 1;
@@ -724,6 +727,8 @@ int cmd_get(int argc, char **argv)
 	struct table t;
 	struct rowset rs;
 	json_t *top = NULL;
+	if (cli_http_has_url(argc, argv))
+		return cli_http_get(argc, argv); /* cli/http_list.c */
 	memset(&g, 0, sizeof g);
 	memset(&rs, 0, sizeof rs);
 	g.types = (1 << STORE_DS_FILESYSTEM) | (1 << STORE_DS_VOLUME) | (1 << STORE_DS_SNAPSHOT) |

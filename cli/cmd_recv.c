@@ -9,6 +9,7 @@
 
 #include "../recv/recv.h"
 #include "cli.h"
+#include "http.h"
 
 struct recv_ui {
 	int verbose;
@@ -60,13 +61,16 @@ int cmd_recv(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	const char *usage = "usage: ferry recv [-F] [-s] [-u] [-d|-e] [-n] [-v] [-o PROP=VAL]... "
-			    "[-x PROP]... [--keep-source-compression] TARGET | ferry recv -A TARGET";
+			    "[-x PROP]... [--keep-source-compression] TARGET | ferry recv -A TARGET | "
+			    "ferry recv ... --from URL/DATASET@SNAP [-i BASE] TARGET";
 	struct recv_opts o;
 	struct recv_ui ui;
 	struct recv_stats st;
 	struct store_propset *set = NULL;
 	const char **excl = NULL;
 	int c, r, abort_partial = 0, rc = EXIT_FAIL;
+	if (cli_http_has_opt(argc, argv, "--from"))
+		return cli_http_recv(argc, argv); /* cli/http.c */
 	memset(&o, 0, sizeof o);
 	memset(&ui, 0, sizeof ui);
 	optind = 1;

@@ -11,6 +11,7 @@
 
 #include "../send/send.h"
 #include "cli.h"
+#include "http.h"
 
 struct send_ui {
 	int parsable;
@@ -79,11 +80,14 @@ int cmd_send(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	const char *usage = "usage: ferry send [-c] [--compress=CODEC] [-p] [-i SNAP|-i #BOOKMARK|-I SNAP] [-R] "
-			    "[-n] [-v] [-P] SNAPSHOT | ferry send [-v] -t TOKEN";
+			    "[-n] [-v] [-P] SNAPSHOT | ferry send [-v] -t TOKEN | ferry send ... SNAPSHOT "
+			    "--to URL (see ferry-http(7))";
 	struct send_opts o;
 	struct send_ui ui;
 	struct send_stats st;
 	int c, r;
+	if (cli_http_has_opt(argc, argv, "--to"))
+		return cli_http_send(argc, argv); /* cli/http.c */
 	memset(&o, 0, sizeof o);
 	memset(&ui, 0, sizeof ui);
 	memset(&st, 0, sizeof st);

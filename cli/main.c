@@ -29,8 +29,12 @@ static const struct cli_cmd commands[] = {
 	{"gc", cmd_gc, "gc [-v] POOL"},
 	{"dump", cmd_dump, "dump [-v] [FILE]"},
 	{"send", cmd_send, "send [-c] [--compress=CODEC] [-p] [-i SNAP|-i #BOOKMARK|-I SNAP] [-R] [-n] [-v] [-P] SNAPSHOT | send [-v] -t TOKEN"},
+	{"send", cmd_send, "send [-c] [--compress=auto|CODEC] [-p] [-i SNAP|-I SNAP] [-v] SNAPSHOT --to URL [--token-file FILE] [--cacert FILE] [--limit-rate RATE]"},
 	{"recv", cmd_recv, "recv [-F] [-s] [-u] [-d|-e] [-n] [-v] [-o PROP=VAL]... [-x PROP]... [--keep-source-compression] TARGET | recv -A TARGET"},
+	{"recv", cmd_recv, "recv [options] --from URL/DATASET@SNAP [-i BASE] [--token-file FILE] [--cacert FILE] [--limit-rate RATE] TARGET"},
 	{"receive", cmd_recv, "receive: same as recv"},
+	{"serve", cmd_serve, "serve [--listen ADDR:PORT]... [--tls-cert FILE --tls-key FILE] --tokens FILE [--timeout SECONDS] POOL..."},
+	{"token", cmd_token, "token create --tokens FILE --scope POOL[/DATASET] --perm read|append|write [--name NAME] | list --tokens FILE | revoke --tokens FILE ID|NAME"},
 };
 
 static void usage(FILE *f)
