@@ -841,6 +841,12 @@ static void *fetch(void *arg)
 		net_pipe_close(f->pipe, f->r, ferry_errmsg(f->r));
 	} else if (f->status != 200) {
 		net_pipe_close(f->pipe, -FERR_IO, "the server refused the request");
+	} else if (net_pipe_total(f->pipe) == 0) {
+		/* libcurl takes a connection closed inside the answer's head
+		 * for an empty body; a stream is never empty */
+		f->r = ferry_err(FERR_IO, "the connection closed before the stream began");
+		ferry_err_save(&f->msg);
+		net_pipe_close(f->pipe, f->r, ferry_errmsg(f->r));
 	} else {
 		net_pipe_close(f->pipe, 0, NULL);
 	}
