@@ -48,6 +48,8 @@ struct net_server {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int stopping;
+	int starting;           /* libmicrohttpd's messages go to startmsg */
+	char startmsg[512];
 	unsigned jobs, transfers;
 	struct net_call *calls;
 };
@@ -690,6 +692,12 @@ static void mhd_logger(void *cls, const char *fmt, va_list ap)
 	struct net_server *s = cls;
 	char line[512];
 	vsnprintf(line, sizeof line, fmt, ap);
+	if (s->starting) {
+		/* the first says what went wrong; the error names it */
+		if (!s->startmsg[0])
+			net_one_line(line, s->startmsg, sizeof s->startmsg);
+		return;
+	}
 	slog(s, "libmicrohttpd: %s", line);
 }
 
@@ -785,7 +793,6 @@ int net_server_start(const struct net_server_opts *o, struct net_server **out)
 		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, s};
 		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)s->o.threads, NULL};
 		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)unescape_none, NULL};
-		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL};
 		if (s->cert) {
 			opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, s->key};
 			opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, s->cert};
@@ -793,11 +800,19 @@ int net_server_start(const struct net_server_opts *o, struct net_server **out)
 		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 		unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
 				 MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0) | (s->cert ? MHD_USE_TLS : 0);
+		s->starting = 1;
+		s->startmsg[0] = 0;
+		errno = 0;
 		s->d[i] = MHD_start_daemon(flags, 0, NULL, NULL, access_handler, s, MHD_OPTION_ARRAY,
 					   opts, MHD_OPTION_END);
+		int e = errno;
+		s->starting = 0;
 		if (!s->d[i]) {
-			r = ferry_err(FERR_IO, "cannot listen on %s (in use, or a bad TLS certificate "
-				      "or key)", o->listen[i]);
+			size_t l = strlen(s->startmsg);
+			while (l && (s->startmsg[l - 1] == '.' || s->startmsg[l - 1] == ' '))
+				s->startmsg[--l] = 0;
+			r = ferry_err(FERR_IO, "cannot listen on %s: %s", o->listen[i],
+				      s->startmsg[0] ? s->startmsg : e ? strerror(e) : "libmicrohttpd refused");
 			goto fail;
 		}
 		s->nd = i + 1;

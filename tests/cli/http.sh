@@ -39,7 +39,10 @@ serve_start() {
 	_scheme=http
 	case " $* " in *" --tls-cert "*) _scheme=https ;; esac
 	: >"$SERVE_LOG.new"
-	"$FERRY" serve --listen 127.0.0.1:0 --tokens "$TOKENS" "$@" 2>"$SERVE_LOG.new" &
+	case " $* " in
+	*" --listen "*) "$FERRY" serve --tokens "$TOKENS" "$@" 2>"$SERVE_LOG.new" & ;;
+	*) "$FERRY" serve --listen 127.0.0.1:0 --tokens "$TOKENS" "$@" 2>"$SERVE_LOG.new" & ;;
+	esac
 	SERVE_PID=$!
 	_i=0
 	PORT=
