@@ -113,19 +113,21 @@ static int read_token(const struct http_conn_opts *co, char *out, size_t n)
 struct meter {
 	int on;
 	uint64_t t0, last;
-	uint64_t up, down;
+	uint64_t up; /* the last count seen */
 	int printed;
 };
 
 static void meter_cb(void *arg, uint64_t up, uint64_t down)
 {
 	struct meter *m = arg;
-	uint64_t now = ferry_now_ns();
-	if (!m->on || now - m->last < 500000000u)
+	uint64_t now = ferry_now_ns(), v = up > down ? up : down;
+	if (v < m->up) /* a new request: its own rate */
+		m->t0 = now;
+	m->up = v;
+	if (!m->on || v == 0 || now - m->last < 500000000u)
 		return;
 	m->last = now;
 	char a[16], b[16];
-	uint64_t v = up > down ? up : down;
 	double secs = (double)(now - m->t0) / 1e9;
 	format_nicenum(v, a, sizeof a, 1);
 	format_nicenum(secs > 0 ? (uint64_t)((double)v / secs) : 0, b, sizeof b, 1);
