@@ -269,11 +269,12 @@ static void *job_main(void *arg)
 	s->o.serve(s->o.arg, c);
 	if (!c->finished)
 		net_call_fail(c, 500, "the server did not answer the request");
+	call_unref(c);
+	/* the last touch of s: net_server_stop frees it once jobs is 0 */
 	pthread_mutex_lock(&s->mu);
 	s->jobs--;
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
-	call_unref(c);
 	return NULL;
 }
 
@@ -692,13 +693,14 @@ static void mhd_logger(void *cls, const char *fmt, va_list ap)
 	struct net_server *s = cls;
 	char line[512];
 	vsnprintf(line, sizeof line, fmt, ap);
-	if (s->starting) {
-		/* the first says what went wrong; the error names it */
-		if (!s->startmsg[0])
-			net_one_line(line, s->startmsg, sizeof s->startmsg);
-		return;
-	}
-	slog(s, "libmicrohttpd: %s", line);
+	pthread_mutex_lock(&s->mu);
+	int starting = s->starting;
+	/* the first says what went wrong; the error names it */
+	if (starting && !s->startmsg[0])
+		net_one_line(line, s->startmsg, sizeof s->startmsg);
+	pthread_mutex_unlock(&s->mu);
+	if (!starting)
+		slog(s, "libmicrohttpd: %s", line);
 }
 
 /* ---- start, reload, stop ------------------------------------------------------- */
@@ -800,13 +802,17 @@ int net_server_start(const struct net_server_opts *o, struct net_server **out)
 		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 		unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
 				 MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0) | (s->cert ? MHD_USE_TLS : 0);
+		pthread_mutex_lock(&s->mu);
 		s->starting = 1;
 		s->startmsg[0] = 0;
+		pthread_mutex_unlock(&s->mu);
 		errno = 0;
 		s->d[i] = MHD_start_daemon(flags, 0, NULL, NULL, access_handler, s, MHD_OPTION_ARRAY,
 					   opts, MHD_OPTION_END);
 		int e = errno;
+		pthread_mutex_lock(&s->mu);
 		s->starting = 0;
+		pthread_mutex_unlock(&s->mu);
 		if (!s->d[i]) {
 			size_t l = strlen(s->startmsg);
 			while (l && (s->startmsg[l - 1] == '.' || s->startmsg[l - 1] == ' '))
