@@ -655,7 +655,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		return;
 	*con_cls = NULL;
 	const char *why = toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED
-				  ? "the client sent nothing for the idle timeout"
+				  ? "no byte moved for the idle timeout"
 			  : toe == MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN ? "the server is stopping"
 			  : "the client's connection closed before the end of the body";
 	pthread_mutex_lock(&c->mu);

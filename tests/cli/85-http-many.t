@@ -132,6 +132,25 @@ is "$rc" 0 "a 40 MB upload"
 h_big=$(hwm)
 diag "server peak RSS: ${h_small} KiB after small uploads, ${h_big} KiB after the big one"
 like "$(( h_big < h_small + 40960 ))" '^1$' "the server's peak memory grew by less than 40 MiB for a 40 MB body"
+# a download whose client stops reading is cut off the same way
+cat >"$T/slowread.py" <<'EOF'
+import socket, sys, time
+port, tok = int(sys.argv[1]), sys.argv[2]
+s = socket.create_connection(("127.0.0.1", port))
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.sendall(b"GET /v1/send/bk/big@a HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + tok.encode() + b"\r\n\r\n")
+print(len(s.recv(1000)))
+time.sleep(float(sys.argv[3]))
+EOF
+"$PYTHON" "$T/slowread.py" "${URL##*:}" "$(tok w)" 5 >"$T/slowread.out" 2>&1 &
+SLOWREAD=$!
+i=0
+until grep -q 'GET /v1/send/bk/big@a .*idle timeout' "$SERVE_LOG.new" || [ $i -gt 100 ]; do sleep 0.1; i=$((i + 1)); done
+like "$(grep 'GET /v1/send/bk/big@a ' "$SERVE_LOG.new" | tail -1)" 'no byte moved for the idle timeout' \
+	"a download whose client stops reading is cut off after the idle timeout"
+req "$(tok w)" GET /v1/pools
+is "$status" 200 "and the server goes on"
+wait "$SLOWREAD"
 serve_stop
 is "$serve_rc" 0 "the server stops cleanly"
 
