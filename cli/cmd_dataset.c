@@ -1,19 +1,14 @@
-/* cli/cmd_dataset.c — create, destroy, list, get, set, inherit: zfs verbs,
- * options and output formats over the store's datasets and properties. */
+/* cli/cmd_dataset.c — create, destroy, set, inherit: zfs verbs and options
+ * over the store's datasets and properties (list and get are cmd_list.c's). */
 #include <getopt.h>
-#include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../store/store.h"
-#include "http.h"
 #include "table.h"
 
-/* Opens the pool holding name and looks the dataset (or, with an '@', the
- * snapshot, with a '#', the bookmark) up; prints the error. */
-static int open_ds(const char *name, int flags, const char *verb, struct store_pool **pp,
+int cli_open_ds(const char *name, int flags, const char *verb, struct store_pool **pp,
 		   struct store_ds *ds)
 {
 	int r, snap = strchr(name, '@') != NULL, mark = !snap && strchr(name, '#') != NULL;
@@ -84,21 +79,33 @@ int cmd_create(int argc, char **argv)
 	return r < 0 ? cli_fail(r, "cannot create '%s'", name) : EXIT_OK;
 }
 
+/* What destroy -v prints: "would destroy NAME" (-n) or "will destroy
+ * NAME", with -p a tab after "destroy", as the snapshot form prints. */
+struct destroy_say {
+	const char *verb; /* "would" or "will" */
+	int exact;        /* -p */
+};
+
+static void say_destroy(const struct destroy_say *s, const char *name)
+{
+	printf(s->exact ? "%s destroy\t%s\n" : "%s destroy %s\n", s->verb, name);
+}
+
 static int print_would_destroy(struct store_pool *p, const struct store_ds *ds, void *arg)
 {
-	printf("%s destroy %s\n", (const char *)arg, ds->name);
+	say_destroy(arg, ds->name);
 	return 0;
 }
 
 static int print_snaps_destroy(struct store_pool *p, const struct store_snap *s, void *arg)
 {
-	printf("%s destroy %s\n", (const char *)arg, s->name);
+	say_destroy(arg, s->name);
 	return 0;
 }
 
 static int print_marks_destroy(struct store_pool *p, const struct store_bookmark *b, void *arg)
 {
-	printf("%s destroy %s\n", (const char *)arg, b->name);
+	say_destroy(arg, b->name);
 	return 0;
 }
 
@@ -112,9 +119,10 @@ static int print_tree_destroy(struct store_pool *p, const struct store_ds *ds, v
 
 int cmd_destroy(int argc, char **argv)
 {
-	const char *usage = "usage: ferry destroy [-r] [-n] [-v] DATASET | DATASET@SNAP[%SNAP][,SNAP]..."
-			    " | DATASET#BOOKMARK";
+	const char *usage = "usage: ferry destroy [-r] [-n] [-v] [-p] DATASET"
+			    " | DATASET@SNAP[%SNAP][,SNAP]... | DATASET#BOOKMARK";
 	int c, r, recursive = 0, dry = 0, verbose = 0;
+	struct destroy_say say = {"will", 0};
 	struct store_pool *p = NULL;
 	struct store_ds ds;
 	for (int i = 1; i < argc; i++) {
@@ -129,688 +137,36 @@ int cmd_destroy(int argc, char **argv)
 		case 'r': recursive = 1; break;
 		case 'n': dry = 1; break;
 		case 'v': verbose = 1; break;
-		case 'p': break;
+		case 'p': say.exact = 1; break;
 		default: return cli_bad_option(argv, usage);
 		}
 	}
 	if (argc - optind != 1)
 		return cli_usage("%s", usage);
 	const char *name = argv[optind];
-	if ((r = open_ds(name, dry ? STORE_OPEN_RDONLY : 0, "destroy", &p, &ds)) != EXIT_OK)
+	if ((r = cli_open_ds(name, dry ? STORE_OPEN_RDONLY : 0, "destroy", &p, &ds)) != EXIT_OK)
 		return r;
 	if ((r = store_ds_destroy_check(p, name, recursive)) < 0) {
 		store_pool_close(p);
 		return cli_fail(r, "cannot destroy '%s'", name);
 	}
 	if (dry) {
+		say.verb = "would";
 		if (verbose && (r = store_ds_walk(p, &ds, recursive ? -1 : 0, print_tree_destroy,
-						 "would")) < 0) {
+						 &say)) < 0) {
 			store_pool_close(p);
 			return cli_fail(r, "cannot destroy '%s'", name);
 		}
 		store_pool_close(p);
 		return EXIT_OK;
 	}
-	if (verbose && (r = store_ds_walk(p, &ds, recursive ? -1 : 0, print_tree_destroy, "will")) < 0) {
+	if (verbose && (r = store_ds_walk(p, &ds, recursive ? -1 : 0, print_tree_destroy, &say)) < 0) {
 		store_pool_close(p);
 		return cli_fail(r, "cannot destroy '%s'", name);
 	}
 	r = store_ds_destroy(p, name, recursive);
 	store_pool_close(p);
 	return r < 0 ? cli_fail(r, "cannot destroy '%s'", name) : EXIT_OK;
-}
-
-/* ---- rows shared by list and get ----------------------------------------- */
-
-struct cell {
-	char *value;
-	char *exact;
-	int numeric;
-};
-
-struct rowset {
-	size_t ncols;
-	struct cell **rows;
-	size_t n, cap;
-	char **cols;      /* property names per column */
-	int exact;        /* -p */
-	int types;        /* 1 << store_ds_type */
-	json_t *json;     /* datasets object when --json */
-	const char *json_source_mode;
-};
-
-static const char *col_header(const char *prop)
-{
-	static const struct { const char *p, *h; } map[] = {
-		{"available", "AVAIL"}, {"avail", "AVAIL"}, {"referenced", "REFER"},
-		{"refer", "REFER"}, {"compressratio", "RATIO"}, {"ratio", "RATIO"},
-		{"refcompressratio", "REFRATIO"}, {"recordsize", "RECSIZE"},
-		{"volblocksize", "VOLBLOCK"}, {"logicalused", "LUSED"},
-		{"logicalreferenced", "LREFER"}, {"usedbysnapshots", "USEDSNAP"},
-		{"compression", "COMPRESS"},
-	};
-	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-		if (!strcmp(map[i].p, prop))
-			return map[i].h;
-	return NULL;
-}
-
-/* Columns zfs right-aligns: sizes and ratios. */
-static int numeric_column(const char *prop)
-{
-	static const char *const nums[] = {
-		"used", "available", "avail", "referenced", "refer", "compressratio", "ratio",
-		"refcompressratio", "recordsize", "recsize", "volsize", "volblocksize", "volblock",
-		"logicalused", "logicalreferenced", "written", "usedbysnapshots", "createtxg",
-	};
-	for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
-		if (!strcmp(nums[i], prop))
-			return 1;
-	return 0;
-}
-
-static int cell_set(struct cell *c, const char *value, const char *exact, int numeric)
-{
-	c->value = strdup(value);
-	c->exact = strdup(exact);
-	c->numeric = numeric;
-	return c->value && c->exact ? 0 : ferry_err(FERR_NOMEM, "listing");
-}
-
-static void rowset_release(struct rowset *rs)
-{
-	for (size_t i = 0; i < rs->n; i++) {
-		for (size_t c = 0; c < rs->ncols; c++) {
-			free(rs->rows[i][c].value);
-			free(rs->rows[i][c].exact);
-		}
-		free(rs->rows[i]);
-	}
-	free(rs->rows);
-}
-
-static int rowset_add(struct rowset *rs, struct cell **row)
-{
-	int grown = VEC_GROW(rs->rows, rs->cap, rs->n, 64, "listing");
-	if (grown < 0)
-		return grown;
-	*row = calloc(rs->ncols, sizeof **row);
-	if (!*row)
-		return ferry_err(FERR_NOMEM, "listing");
-	rs->rows[rs->n++] = *row;
-	return 0;
-}
-
-static const char *source_text(const struct store_propval *v, char *buf, size_t n)
-{
-	switch (v->source) {
-	case STORE_SRC_DEFAULT: return "default";
-	case STORE_SRC_LOCAL: return "local";
-	case STORE_SRC_RECEIVED: return "received";
-	case STORE_SRC_INHERITED:
-		snprintf(buf, n, "inherited from %s", v->inherited_from);
-		return buf;
-	default: return "-";
-	}
-}
-
-static json_t *json_source(const struct store_propval *v)
-{
-	static const char *names[] = {"NONE", "DEFAULT", "LOCAL", "RECEIVED", "INHERITED"};
-	json_t *s = json_object();
-	json_object_set_new(s, "type", json_string(names[v->source]));
-	if (v->source == STORE_SRC_INHERITED)
-		json_object_set_new(s, "data", json_string(v->inherited_from));
-	else
-		json_object_set_new(s, "data", json_object());
-	return s;
-}
-
-/* The JSON object of ds inside rs->json, created on first use. */
-static json_t *json_ds(struct rowset *rs, struct store_pool *p, const struct store_ds *ds)
-{
-	json_t *o = json_object_get(rs->json, ds->name);
-	if (o)
-		return o;
-	o = json_object();
-	char upper[16];
-	const char *t = store_ds_type_name(ds->type);
-	size_t i;
-	for (i = 0; t[i] && i + 1 < sizeof upper; i++)
-		upper[i] = (char)(t[i] >= 'a' && t[i] <= 'z' ? t[i] - 32 : t[i]);
-	upper[i] = 0;
-	json_object_set_new(o, "name", json_string(ds->name));
-	json_object_set_new(o, "type", json_string(upper));
-	json_object_set_new(o, "pool", json_string(store_pool_name(p)));
-	char txg[32];
-	snprintf(txg, sizeof txg, "%" PRIu64, ds->createtxg);
-	json_object_set_new(o, "createtxg", json_string(txg));
-	json_object_set_new(o, "properties", json_object());
-	json_object_set_new(rs->json, ds->name, o);
-	return o;
-}
-
-static void json_prop(struct rowset *rs, struct store_pool *p, const struct store_ds *ds,
-		      const struct store_propval *v)
-{
-	json_t *props = json_object_get(json_ds(rs, p, ds), "properties");
-	json_t *o = json_object();
-	json_object_set_new(o, "value", json_string(rs->exact ? v->exact : v->value));
-	json_object_set_new(o, "source", json_source(v));
-	json_object_set_new(props, v->name, o);
-}
-
-static int list_one(struct store_pool *p, const struct store_ds *ds, void *arg);
-
-static int list_snap(struct store_pool *p, const struct store_snap *s, void *arg)
-{
-	struct store_ds ds;
-	store_snap_to_ds(s, &ds);
-	return list_one(p, &ds, arg);
-}
-
-static int list_mark(struct store_pool *p, const struct store_bookmark *b, void *arg)
-{
-	struct store_ds ds;
-	store_bookmark_to_ds(b, &ds);
-	return list_one(p, &ds, arg);
-}
-
-/* A dataset's row, then (when snapshots are asked for) its snapshots'. */
-static int list_row(struct store_pool *p, const struct store_ds *ds, void *arg)
-{
-	struct rowset *rs = arg;
-	if (ds->type == STORE_DS_SNAPSHOT || ds->type == STORE_DS_BOOKMARK) {
-		/* Only a snapshot or bookmark named on the command line gets
-		 * here: shown whatever -t says, as zfs list does. */
-		int saved = rs->types, r2;
-		rs->types |= 1 << ds->type;
-		r2 = list_one(p, ds, arg);
-		rs->types = saved;
-		return r2;
-	}
-	int r = list_one(p, ds, arg);
-	if (r == 0 && (rs->types & (1 << STORE_DS_SNAPSHOT)))
-		r = store_snap_iter(p, ds, list_snap, arg);
-	if (r == 0 && (rs->types & (1 << STORE_DS_BOOKMARK)))
-		r = store_bookmark_iter(p, ds, list_mark, arg);
-	return r;
-}
-
-static int list_one(struct store_pool *p, const struct store_ds *ds, void *arg)
-{
-	struct rowset *rs = arg;
-	struct cell *row;
-	struct store_propval *v;
-	int r;
-	if (!(rs->types & (1 << ds->type)))
-		return 0;
-	if (!(v = malloc(sizeof *v)))
-		return ferry_err(FERR_NOMEM, "listing");
-	if ((r = rowset_add(rs, &row)) < 0)
-		goto out;
-	for (size_t c = 0; c < rs->ncols; c++) {
-		if ((r = store_prop_get(p, ds, rs->cols[c], v)) < 0)
-			goto out;
-		if ((r = cell_set(&row[c], v->value, v->exact, v->numeric)) < 0)
-			goto out;
-		if (rs->json)
-			json_prop(rs, p, ds, v);
-	}
-out:
-	free(v);
-	return r;
-}
-
-struct sortkey {
-	size_t col;
-	int desc;
-};
-static struct sortkey sort_keys[16];
-static size_t nsort_keys;
-
-static int row_cmp(const void *a, const void *b)
-{
-	const struct cell *x = *(struct cell *const *)a, *y = *(struct cell *const *)b;
-	for (size_t k = 0; k < nsort_keys; k++) {
-		size_t c = sort_keys[k].col;
-		int d;
-		if (x[c].numeric && y[c].numeric) {
-			double dx = strtod(x[c].exact, NULL), dy = strtod(y[c].exact, NULL);
-			d = dx < dy ? -1 : dx > dy;
-		} else {
-			d = strcmp(x[c].exact, y[c].exact);
-		}
-		if (d)
-			return sort_keys[k].desc ? -d : d;
-	}
-	return 0;
-}
-
-static int parse_types(const char *s, int *types)
-{
-	char **v;
-	size_t n;
-	if (cli_split_list(s, &v, &n) < 0)
-		return -1;
-	*types = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!strcmp(v[i], "filesystem") || !strcmp(v[i], "fs"))
-			*types |= 1 << STORE_DS_FILESYSTEM;
-		else if (!strcmp(v[i], "volume") || !strcmp(v[i], "vol"))
-			*types |= 1 << STORE_DS_VOLUME;
-		else if (!strcmp(v[i], "snapshot") || !strcmp(v[i], "snap"))
-			*types |= 1 << STORE_DS_SNAPSHOT;
-		else if (!strcmp(v[i], "bookmark"))
-			*types |= 1 << STORE_DS_BOOKMARK;
-		else if (!strcmp(v[i], "all"))
-			*types |= (1 << STORE_DS_FILESYSTEM) | (1 << STORE_DS_VOLUME) |
-				  (1 << STORE_DS_SNAPSHOT) | (1 << STORE_DS_BOOKMARK);
-		else {
-			cli_free_list(v, n);
-			return -1;
-		}
-	}
-	cli_free_list(v, n);
-	return 0;
-}
-
-static json_t *json_top(const char *command, json_t **datasets)
-{
-	json_t *top = json_object(), *ver = json_object();
-	json_object_set_new(ver, "command", json_string(command));
-	json_object_set_new(ver, "vers_major", json_integer(0));
-	json_object_set_new(ver, "vers_minor", json_integer(1));
-	json_object_set_new(top, "output_version", ver);
-	*datasets = json_object();
-	json_object_set_new(top, "datasets", *datasets);
-	return top;
-}
-
-/* Runs fn over each named dataset (or every pool's root when none) with
- * depth; returns an exit code (1 if any target failed). */
-static int for_targets(int argc, char **argv, int depth, int all_depth, const char *verb,
-		       store_ds_fn fn, void *arg)
-{
-	int rc = EXIT_OK, r;
-	if (argc == 0) {
-		struct store_pool_entry *e = NULL;
-		size_t n = 0;
-		if ((r = store_registry_list(&e, &n)) < 0)
-			return cli_fail(r, "cannot list pools");
-		for (size_t i = 0; i < n; i++) {
-			struct store_pool *p = NULL;
-			struct store_ds ds;
-			if ((r = store_pool_open(e[i].name, STORE_OPEN_RDONLY, &p)) < 0 ||
-			    (r = store_ds_lookup(p, e[i].name, &ds)) < 0 ||
-			    (r = store_ds_walk(p, &ds, all_depth, fn, arg)) < 0)
-				rc = cli_fail(r, "cannot open pool '%s'", e[i].name);
-			store_pool_close(p);
-		}
-		free(e);
-		return rc;
-	}
-	for (int i = 0; i < argc; i++) {
-		struct store_pool *p = NULL;
-		struct store_ds ds;
-		if ((r = open_ds(argv[i], STORE_OPEN_RDONLY, verb, &p, &ds)) != EXIT_OK) {
-			rc = r;
-			continue;
-		}
-		/* A snapshot or bookmark has no children to walk. */
-		r = ds.type == STORE_DS_SNAPSHOT || ds.type == STORE_DS_BOOKMARK
-			    ? fn(p, &ds, arg)
-			    : store_ds_walk(p, &ds, depth, fn, arg);
-		if (r < 0)
-			rc = cli_fail(r, "cannot %s '%s'", verb, argv[i]);
-		store_pool_close(p);
-	}
-	return rc;
-}
-
-static const char *default_list_cols = "name,used,available,referenced,source";
-
-int cmd_list(int argc, char **argv)
-{
-	static const struct option lopts[] = {{"json", no_argument, NULL, 'j'}, {0, 0, 0, 0}};
-	const char *cols = default_list_cols, *usage =
-		"usage: ferry list [-r] [-d depth] [-t type] [-o cols] [-s col] [-S col] [-H] [-p] "
-		"[--json] [DATASET]...";
-	const char *sortcols[16];
-	int sortdesc[16];
-	size_t nsort = 0;
-	int c, r, rc, recursive = 0, depth = 0, scripted = 0, json = 0;
-	struct rowset rs;
-	json_t *top = NULL;
-	if (cli_http_has_url(argc, argv))
-		return cli_http_list(argc, argv); /* cli/http_list.c */
-	memset(&rs, 0, sizeof rs);
-	rs.types = (1 << STORE_DS_FILESYSTEM) | (1 << STORE_DS_VOLUME);
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+rd:t:o:s:S:Hp", lopts, NULL)) != -1) {
-		char *end;
-		switch (c) {
-		case 'r': recursive = 1; break;
-		case 'd':
-			depth = (int)strtol(optarg, &end, 10);
-			if (*end || depth < 0 || !*optarg)
-				return cli_usage("bad depth '%s'", optarg);
-			recursive = 1;
-			break;
-		case 't':
-			if (parse_types(optarg, &rs.types) < 0)
-				return cli_usage("bad type list '%s' (filesystem, volume, snapshot, bookmark, all)",
-						 optarg);
-			break;
-		case 'o': cols = optarg; break;
-		case 's':
-		case 'S':
-			if (nsort == 16)
-				return cli_usage("too many sort columns");
-			sortcols[nsort] = optarg;
-			sortdesc[nsort++] = c == 'S';
-			break;
-		case 'H': scripted = 1; break;
-		case 'p': rs.exact = 1; break;
-		case 'j': json = 1; break;
-		default: return cli_bad_option(argv, usage);
-		}
-	}
-	if (cli_split_list(cols, &rs.cols, &rs.ncols) < 0)
-		return cli_usage("bad column list '%s'", cols);
-	for (size_t i = 0; i < rs.ncols; i++)
-		if (!store_prop_known(rs.cols[i])) {
-			rc = cli_fail(ferry_err(FERR_PROP, "invalid property '%s'", rs.cols[i]),
-				      "cannot list");
-			goto out;
-		}
-	nsort_keys = 0;
-	for (size_t k = 0; k < nsort; k++) {
-		size_t i;
-		for (i = 0; i < rs.ncols; i++)
-			if (!strcmp(rs.cols[i], sortcols[k]))
-				break;
-		if (i == rs.ncols) {
-			/* sort on a property that is not shown: add a hidden column */
-			if (!store_prop_known(sortcols[k])) {
-				rc = cli_fail(ferry_err(FERR_PROP, "invalid property '%s'", sortcols[k]),
-					      "cannot sort");
-				goto out;
-			}
-			char **nc = realloc(rs.cols, (rs.ncols + 1) * sizeof *nc);
-			if (!nc || !(nc[rs.ncols] = strdup(sortcols[k]))) {
-				if (nc)
-					rs.cols = nc;
-				rc = cli_fail(ferry_err(FERR_NOMEM, "sorting"), "cannot list");
-				goto out;
-			}
-			rs.cols = nc;
-			i = rs.ncols++;
-		}
-		sort_keys[nsort_keys++] = (struct sortkey){i, sortdesc[k]};
-	}
-	size_t shown = rs.ncols;
-	for (size_t k = 0; k < nsort; k++)
-		if (sort_keys[k].col >= shown - 0 && strcmp(rs.cols[sort_keys[k].col], "") == 0)
-			shown--;
-	if (json)
-		top = json_top("ferry list", &rs.json);
-	rc = for_targets(argc - optind, argv + optind, recursive ? (depth ? depth : -1) : 0, -1,
-			 "list", list_row, &rs);
-	if (nsort_keys)
-		qsort(rs.rows, rs.n, sizeof *rs.rows, row_cmp);
-	if (json) {
-		json_dumpf(top, stdout, JSON_INDENT(2));
-		fputc('\n', stdout);
-		goto out;
-	}
-	/* Columns added only for sorting are not printed. */
-	size_t ncols = rs.ncols;
-	for (size_t k = 0; k < nsort; k++) {
-		int listed = 0;
-		char **v;
-		size_t n;
-		if (cli_split_list(cols, &v, &n) == 0) {
-			for (size_t i = 0; i < n; i++)
-				if (!strcmp(v[i], sortcols[k]))
-					listed = 1;
-			cli_free_list(v, n);
-		}
-		if (!listed && ncols > 0)
-			ncols--;
-	}
-	struct table t;
-	if ((r = table_init(&t, ncols)) < 0) {
-		rc = cli_fail(r, "cannot list");
-		goto out;
-	}
-	char (*hdrs)[64] = calloc(ncols ? ncols : 1, 64);
-	if (!hdrs) {
-		table_release(&t);
-		rc = cli_fail(ferry_err(FERR_NOMEM, "listing"), "cannot list");
-		goto out;
-	}
-	for (size_t i = 0; i < ncols; i++) {
-		const char *h = col_header(rs.cols[i]);
-		size_t j;
-		for (j = 0; !h && rs.cols[i][j] && j + 1 < 64; j++) {
-			char ch = rs.cols[i][j];
-			hdrs[i][j] = (char)(ch >= 'a' && ch <= 'z' ? ch - 32 : ch);
-		}
-		if (h)
-			snprintf(hdrs[i], 64, "%s", h);
-		else
-			hdrs[i][j] = 0;
-		int right = numeric_column(rs.cols[i]);
-		table_header(&t, i, hdrs[i], right);
-	}
-	char **cells = calloc(ncols ? ncols : 1, sizeof *cells);
-	for (size_t i = 0; cells && i < rs.n; i++) {
-		for (size_t c2 = 0; c2 < ncols; c2++)
-			cells[c2] = rs.exact ? rs.rows[i][c2].exact : rs.rows[i][c2].value;
-		if ((r = table_add(&t, cells)) < 0) {
-			rc = cli_fail(r, "cannot list");
-			break;
-		}
-	}
-	free(cells);
-	if (rs.n > 0)
-		table_print(&t, stdout, scripted);
-	else if (rc == EXIT_OK && !scripted && argc == optind)
-		printf("no datasets available\n");
-	table_release(&t);
-	free(hdrs);
-out:
-	json_decref(top);
-	rowset_release(&rs);
-	cli_free_list(rs.cols, rs.ncols);
-	return rc;
-}
-
-/* ---- get ------------------------------------------------------------------ */
-
-struct getctx {
-	char **props;
-	size_t nprops;
-	int all;
-	int fields[4]; /* name, property, value, source: index into output or -1 */
-	size_t nfields;
-	int exact;
-	int types;
-	int recursive;
-	struct table *t;
-	struct rowset *json;
-	struct store_pool *pool;
-	const struct store_ds *ds;
-};
-
-static int get_emit(const struct store_propval *v, void *arg)
-{
-	struct getctx *g = arg;
-	char srcbuf[STORE_NAME_MAX + 32];
-	char *cells[4];
-	if (g->json) {
-		json_prop(g->json, g->pool, g->ds, v);
-		return 0;
-	}
-	for (size_t i = 0; i < g->nfields; i++) {
-		switch (g->fields[i]) {
-		case 0: cells[i] = (char *)g->ds->name; break;
-		case 1: cells[i] = (char *)v->name; break;
-		case 2: cells[i] = (char *)(g->exact ? v->exact : v->value); break;
-		default: cells[i] = (char *)source_text(v, srcbuf, sizeof srcbuf); break;
-		}
-	}
-	return table_add(g->t, cells);
-}
-
-static int get_one(struct store_pool *p, const struct store_ds *ds, void *arg);
-
-static int get_snap(struct store_pool *p, const struct store_snap *s, void *arg)
-{
-	struct store_ds ds;
-	store_snap_to_ds(s, &ds);
-	return get_one(p, &ds, arg);
-}
-
-static int get_mark(struct store_pool *p, const struct store_bookmark *b, void *arg)
-{
-	struct store_ds ds;
-	store_bookmark_to_ds(b, &ds);
-	return get_one(p, &ds, arg);
-}
-
-/* A dataset's properties, then with -r its snapshots' and bookmarks' (as
- * zfs get -r). */
-static int get_ds(struct store_pool *p, const struct store_ds *ds, void *arg)
-{
-	struct getctx *g = arg;
-	int r = get_one(p, ds, arg);
-	int leaf = ds->type == STORE_DS_SNAPSHOT || ds->type == STORE_DS_BOOKMARK;
-	if (r == 0 && g->recursive && !leaf && (g->types & (1 << STORE_DS_SNAPSHOT)))
-		r = store_snap_iter(p, ds, get_snap, arg);
-	if (r == 0 && g->recursive && !leaf && (g->types & (1 << STORE_DS_BOOKMARK)))
-		r = store_bookmark_iter(p, ds, get_mark, arg);
-	return r;
-}
-
-static int get_one(struct store_pool *p, const struct store_ds *ds, void *arg)
-{
-	struct getctx *g = arg;
-	struct store_propval *v;
-	int r = 0;
-	if (!(g->types & (1 << ds->type)))
-		return 0;
-	g->pool = p;
-	g->ds = ds;
-	if (g->all)
-		return store_prop_all(p, ds, get_emit, g);
-	if (!(v = malloc(sizeof *v)))
-		return ferry_err(FERR_NOMEM, "getting properties");
-	for (size_t i = 0; i < g->nprops; i++)
-		if ((r = store_prop_get(p, ds, g->props[i], v)) < 0 || (r = get_emit(v, g)) < 0)
-			break;
-	free(v);
-	return r;
-}
-
-int cmd_get(int argc, char **argv)
-{
-	static const struct option lopts[] = {{"json", no_argument, NULL, 'j'}, {0, 0, 0, 0}};
-	static const char *fieldnames[] = {"name", "property", "value", "source"};
-	static const char *fieldhdr[] = {"NAME", "PROPERTY", "VALUE", "SOURCE"};
-	const char *usage = "usage: ferry get [-r] [-d depth] [-t type] [-H] [-p] "
-			    "[-o name,property,value,source] [--json] PROP[,PROP]...|all DATASET...";
-	const char *fields = "name,property,value,source";
-	int c, r, rc = EXIT_OK, recursive = 0, depth = 0, scripted = 0, json = 0;
-	struct getctx g;
-	struct table t;
-	struct rowset rs;
-	json_t *top = NULL;
-	if (cli_http_has_url(argc, argv))
-		return cli_http_get(argc, argv); /* cli/http_list.c */
-	memset(&g, 0, sizeof g);
-	memset(&rs, 0, sizeof rs);
-	g.types = (1 << STORE_DS_FILESYSTEM) | (1 << STORE_DS_VOLUME) | (1 << STORE_DS_SNAPSHOT) |
-		  (1 << STORE_DS_BOOKMARK);
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+rd:t:Hpo:", lopts, NULL)) != -1) {
-		char *end;
-		switch (c) {
-		case 'r': recursive = 1; break;
-		case 'd':
-			depth = (int)strtol(optarg, &end, 10);
-			if (*end || depth < 0 || !*optarg)
-				return cli_usage("bad depth '%s'", optarg);
-			recursive = 1;
-			break;
-		case 't':
-			if (parse_types(optarg, &g.types) < 0)
-				return cli_usage("bad type list '%s'", optarg);
-			break;
-		case 'H': scripted = 1; break;
-		case 'p': g.exact = 1; break;
-		case 'o': fields = optarg; break;
-		case 'j': json = 1; break;
-		default: return cli_bad_option(argv, usage);
-		}
-	}
-	if (argc - optind < 2)
-		return cli_usage("%s", usage);
-	char **fv;
-	size_t nf;
-	if (cli_split_list(fields, &fv, &nf) < 0 || nf > 4)
-		return cli_usage("bad field list '%s'", fields);
-	for (size_t i = 0; i < nf; i++) {
-		int k;
-		for (k = 0; k < 4 && strcmp(fv[i], fieldnames[k]); k++)
-			;
-		if (k == 4) {
-			cli_free_list(fv, nf);
-			return cli_usage("bad field '%s' (name, property, value, source)", fields);
-		}
-		g.fields[g.nfields++] = k;
-	}
-	cli_free_list(fv, nf);
-	const char *plist = argv[optind];
-	if (!strcmp(plist, "all")) {
-		g.all = 1;
-	} else {
-		if (cli_split_list(plist, &g.props, &g.nprops) < 0)
-			return cli_usage("bad property list '%s'", plist);
-		for (size_t i = 0; i < g.nprops; i++)
-			if (!store_prop_known(g.props[i])) {
-				rc = cli_fail(ferry_err(FERR_PROP, "invalid property '%s'", g.props[i]),
-					      "bad property list");
-				goto out_props;
-			}
-	}
-	if ((r = table_init(&t, g.nfields)) < 0) {
-		rc = cli_fail(r, "get");
-		goto out_props;
-	}
-	for (size_t i = 0; i < g.nfields; i++)
-		table_header(&t, i, fieldhdr[g.fields[i]], 0);
-	g.t = &t;
-	if (json) {
-		top = json_top("ferry get", &rs.json);
-		rs.exact = g.exact;
-		g.json = &rs;
-	}
-	g.recursive = recursive;
-	rc = for_targets(argc - optind - 1, argv + optind + 1, recursive ? (depth ? depth : -1) : 0,
-			 -1, "get", get_ds, &g);
-	if (json) {
-		json_dumpf(top, stdout, JSON_INDENT(2));
-		fputc('\n', stdout);
-	} else if (t.nrows) {
-		table_print(&t, stdout, scripted);
-	}
-	json_decref(top);
-	table_release(&t);
-out_props:
-	cli_free_list(g.props, g.nprops);
-	return rc;
 }
 
 int cmd_set(int argc, char **argv)
@@ -827,7 +183,7 @@ int cmd_set(int argc, char **argv)
 	for (; i < argc; i++) {
 		struct store_pool *p = NULL;
 		struct store_ds ds;
-		if ((r = open_ds(argv[i], 0, "set property for", &p, &ds)) != EXIT_OK) {
+		if ((r = cli_open_ds(argv[i], 0, "set property for", &p, &ds)) != EXIT_OK) {
 			rc = r;
 			continue;
 		}
@@ -857,7 +213,7 @@ int cmd_inherit(int argc, char **argv)
 	for (int i = optind + 1; i < argc; i++) {
 		struct store_pool *p = NULL;
 		struct store_ds ds;
-		if ((r = open_ds(argv[i], 0, "inherit", &p, &ds)) != EXIT_OK) {
+		if ((r = cli_open_ds(argv[i], 0, "inherit", &p, &ds)) != EXIT_OK) {
 			rc = r;
 			continue;
 		}

@@ -53,131 +53,133 @@ static void destroyed_cb(void *arg, const char *name)
 	fflush(stdout);
 }
 
-int cmd_recv(int argc, char **argv)
+static const char recv_usage[] =
+	"usage: ferry recv [-F] [-s] [-u] [-d|-e] [-n] [-v] [-o PROP=VAL]... "
+	"[-x PROP]... [--keep-source-compression] TARGET | ferry recv -A TARGET | "
+	"ferry recv ... --from URL/DATASET@SNAP [-i BASE] TARGET";
+
+struct recv_args {
+	struct recv_opts o;
+	struct recv_ui ui;
+	struct store_propset *set; /* -o, room for argc */
+	const char **excl;         /* -x, room for argc */
+	int abort_partial;         /* -A */
+	const char *target;
+};
+
+/* One -o PROP=VALUE (arg is modified) into a->set. */
+static int recv_set_option(struct recv_args *a, char *arg)
+{
+	char *eq = strchr(arg, '=');
+	if (!eq || eq == arg)
+		return cli_usage("recv: -o takes PROP=VALUE, not '%s'", arg);
+	*eq = 0;
+	if (!store_prop_known(arg))
+		return cli_usage("recv: -o: unknown property '%s'", arg);
+	a->set[a->o.nset].name = arg;
+	a->set[a->o.nset].value = eq + 1;
+	a->o.nset++;
+	return EXIT_OK;
+}
+
+/* Parses recv's command line into a; EXIT_OK or the exit code of the
+ * error it printed. */
+static int recv_options(int argc, char **argv, struct recv_args *a)
 {
 	static const struct option lo[] = {
 		{"keep-source-compression", no_argument, NULL, 'K'},
 		{"verbose", no_argument, NULL, 'v'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *usage = "usage: ferry recv [-F] [-s] [-u] [-d|-e] [-n] [-v] [-o PROP=VAL]... "
-			    "[-x PROP]... [--keep-source-compression] TARGET | ferry recv -A TARGET | "
-			    "ferry recv ... --from URL/DATASET@SNAP [-i BASE] TARGET";
-	struct recv_opts o;
-	struct recv_ui ui;
-	struct recv_stats st;
-	struct store_propset *set = NULL;
-	const char **excl = NULL;
-	int c, r, abort_partial = 0, rc = EXIT_FAIL;
-	if (cli_http_has_opt(argc, argv, "--from"))
-		return cli_http_recv(argc, argv); /* cli/http.c */
-	memset(&o, 0, sizeof o);
-	memset(&ui, 0, sizeof ui);
+	int c, rc;
 	optind = 1;
-	set = calloc((size_t)argc, sizeof *set);
-	excl = calloc((size_t)argc, sizeof *excl);
-	if (!set || !excl) {
-		free(set);
-		free(excl);
-		return cli_fail(-FERR_NOMEM, "recv");
-	}
 	while ((c = getopt_long(argc, argv, "+FsudenvAo:x:", lo, NULL)) != -1) {
 		switch (c) {
-		case 'F': o.flags |= RECV_FORCE; break;
-		case 's': o.flags |= RECV_RESUMABLE; break;
+		case 'F': a->o.flags |= RECV_FORCE; break;
+		case 's': a->o.flags |= RECV_RESUMABLE; break;
 		case 'u': break; /* nothing is mounted in ferry */
-		case 'd': o.flags |= RECV_DISCARD; break;
-		case 'e': o.flags |= RECV_LASTNAME; break;
-		case 'n': o.flags |= RECV_DRYRUN; ui.dry = 1; break;
-		case 'v': ui.verbose = 1; break;
-		case 'A': abort_partial = 1; break;
-		case 'K': o.flags |= RECV_KEEP_SOURCE_COMPRESSION; break;
-		case 'o': {
-			char *eq = strchr(optarg, '=');
-			if (!eq || eq == optarg) {
-				rc = cli_usage("recv: -o takes PROP=VALUE, not '%s'", optarg);
-				goto out;
-			}
-			*eq = 0;
-			set[o.nset].name = optarg;
-			set[o.nset].value = eq + 1;
-			if (!store_prop_known(optarg)) {
-				rc = cli_usage("recv: -o: unknown property '%s'", optarg);
-				goto out;
-			}
-			o.nset++;
+		case 'd': a->o.flags |= RECV_DISCARD; break;
+		case 'e': a->o.flags |= RECV_LASTNAME; break;
+		case 'n': a->o.flags |= RECV_DRYRUN; a->ui.dry = 1; break;
+		case 'v': a->ui.verbose = 1; break;
+		case 'A': a->abort_partial = 1; break;
+		case 'K': a->o.flags |= RECV_KEEP_SOURCE_COMPRESSION; break;
+		case 'o':
+			if ((rc = recv_set_option(a, optarg)) != EXIT_OK)
+				return rc;
 			break;
-		}
 		case 'x':
-			if (!store_prop_known(optarg)) {
-				rc = cli_usage("recv: -x: unknown property '%s'", optarg);
-				goto out;
-			}
-			excl[o.nexclude++] = optarg;
+			if (!store_prop_known(optarg))
+				return cli_usage("recv: -x: unknown property '%s'", optarg);
+			a->excl[a->o.nexclude++] = optarg;
 			break;
 		default:
-			rc = cli_bad_option(argv, usage);
-			goto out;
+			return cli_bad_option(argv, recv_usage);
 		}
 	}
-	if (argc - optind != 1) {
-		rc = cli_usage("%s", usage);
-		goto out;
-	}
-	if ((o.flags & RECV_DISCARD) && (o.flags & RECV_LASTNAME)) {
-		rc = cli_usage("recv: -d and -e cannot be combined");
-		goto out;
-	}
-	const char *target = argv[optind];
-	o.set = set;
-	o.exclude = excl;
-	if (strchr(target, '@') ? store_name_check(target, STORE_NAME_SNAPSHOT) < 0
-				: store_name_check(target, STORE_NAME_DATASET) < 0) {
-		rc = cli_fail(-FERR_NAME, "cannot receive into '%s'", target);
-		goto out;
-	}
-	if ((o.flags & (RECV_DISCARD | RECV_LASTNAME)) && strchr(target, '@')) {
-		rc = cli_usage("recv: with -d or -e the target is a dataset");
-		goto out;
-	}
-	struct store_pool *p = NULL;
-	if ((r = store_pool_open_for(target, 0, &p)) < 0) {
-		rc = cli_fail(r, "cannot receive into '%s'", target);
-		goto out;
-	}
-	{
-		char what[STORE_NAME_MAX + 64];
-		snprintf(what, sizeof what, "%s into %s",
-			 abort_partial ? "an abort of the partial receive" : "a receive", target);
-		store_pool_activity(p, what);
-	}
-	if (abort_partial) {
-		r = recv_abort(p, target);
-		store_pool_close(p);
-		rc = r < 0 ? cli_fail(r, "cannot abort the receive into '%s'", target) : EXIT_OK;
-		goto out;
+	if (argc - optind != 1)
+		return cli_usage("%s", recv_usage);
+	if ((a->o.flags & RECV_DISCARD) && (a->o.flags & RECV_LASTNAME))
+		return cli_usage("recv: -d and -e cannot be combined");
+	a->target = argv[optind];
+	a->o.set = a->set;
+	a->o.exclude = a->excl;
+	int snap = strchr(a->target, '@') != NULL;
+	if (store_name_check(a->target, snap ? STORE_NAME_SNAPSHOT : STORE_NAME_DATASET) < 0)
+		return cli_fail(-FERR_NAME, "cannot receive into '%s'", a->target);
+	if ((a->o.flags & (RECV_DISCARD | RECV_LASTNAME)) && snap)
+		return cli_usage("recv: with -d or -e the target is a dataset");
+	return EXIT_OK;
+}
+
+/* recv -A, or the receive of standard input, into the open pool p. */
+static int recv_into(struct store_pool *p, struct recv_args *a)
+{
+	char what[STORE_NAME_MAX + 64];
+	struct stream_source_fd src;
+	struct recv_stats st;
+	int r;
+	snprintf(what, sizeof what, "%s into %s",
+		 a->abort_partial ? "an abort of the partial receive" : "a receive", a->target);
+	store_pool_activity(p, what);
+	if (a->abort_partial) {
+		r = recv_abort(p, a->target);
+		return r < 0 ? cli_fail(r, "cannot abort the receive into '%s'", a->target) : EXIT_OK;
 	}
 	if (isatty(0)) {
-		store_pool_close(p);
 		fprintf(stderr, "ferry: recv: refusing to read a stream from a terminal; "
 			"redirect or pipe it\n");
-		rc = EXIT_FAIL;
-		goto out;
+		return EXIT_FAIL;
 	}
-	struct stream_source_fd src;
 	stream_source_fd_init(&src, 0);
-	o.done = done_cb;
-	o.destroyed = destroyed_cb;
-	o.arg = &ui;
-	r = recv_run(p, target, &src.base, &o, &st);
-	store_pool_close(p);
-	if (r < 0) {
-		rc = cli_fail(r, "cannot receive into '%s'", target);
-		goto out;
+	a->o.done = done_cb;
+	a->o.destroyed = destroyed_cb;
+	a->o.arg = &a->ui;
+	if ((r = recv_run(p, a->target, &src.base, &a->o, &st)) < 0)
+		return cli_fail(r, "cannot receive into '%s'", a->target);
+	return EXIT_OK;
+}
+
+int cmd_recv(int argc, char **argv)
+{
+	struct recv_args a;
+	struct store_pool *p = NULL;
+	int r, rc;
+	if (cli_http_has_opt(argc, argv, "--from"))
+		return cli_http_recv(argc, argv); /* cli/http.c */
+	memset(&a, 0, sizeof a);
+	a.set = calloc((size_t)argc, sizeof *a.set);
+	a.excl = calloc((size_t)argc, sizeof *a.excl);
+	if (!a.set || !a.excl) {
+		rc = cli_fail(-FERR_NOMEM, "recv");
+	} else if ((rc = recv_options(argc, argv, &a)) == EXIT_OK) {
+		if ((r = store_pool_open_for(a.target, 0, &p)) < 0)
+			rc = cli_fail(r, "cannot receive into '%s'", a.target);
+		else
+			rc = recv_into(p, &a);
+		store_pool_close(p);
 	}
-	rc = EXIT_OK;
-out:
-	free(set);
-	free(excl);
+	free(a.set);
+	free(a.excl);
 	return rc;
 }

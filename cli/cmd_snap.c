@@ -124,12 +124,14 @@ int cmd_snapshot(int argc, char **argv)
 		{"from", required_argument, NULL, 'f'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"cross-filesystems", no_argument, NULL, 'X'},
+		{"auto", optional_argument, NULL, 'A'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *usage = "usage: ferry snapshot [-r] [-v] [--cross-filesystems] [--from PATH] "
-			    "DATASET@NAME...";
-	const char *from = NULL;
-	int c, recursive = 0, verbose = 0, cross_fs = 0, rc = EXIT_OK;
+			    "DATASET@NAME... | ferry snapshot [-r] [-v] --auto[=LABEL] DATASET...";
+	const char *from = NULL, *label = NULL;
+	char autosnap[STORE_NAME_MAX + 1] = "", autoname[2 * STORE_NAME_MAX + 2];
+	int c, recursive = 0, verbose = 0, cross_fs = 0, rc = EXIT_OK, autoname_on = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+rv", lo, NULL)) != -1) {
 		if (c == 'r')
@@ -140,7 +142,10 @@ int cmd_snapshot(int argc, char **argv)
 			from = optarg;
 		else if (c == 'X')
 			cross_fs = 1;
-		else
+		else if (c == 'A') {
+			autoname_on = 1;
+			label = optarg;
+		} else
 			return cli_bad_option(argv, usage);
 	}
 	if (optind >= argc)
@@ -149,8 +154,30 @@ int cmd_snapshot(int argc, char **argv)
 		return cli_usage("snapshot: --from and -r cannot be combined");
 	if (from && argc - optind > 1)
 		return cli_usage("snapshot: --from takes one snapshot name");
+	if (autoname_on) {
+		/* auto-YYYYMMDDTHHMMSSZ[-LABEL]: ISO 8601 basic format in UTC,
+		 * so names sort as their times do; one time for every dataset
+		 * named, as -r gives one name to the whole tree */
+		time_t t = (time_t)(ferry_now_ns() / 1000000000u);
+		struct tm tm;
+		char stamp[32];
+		gmtime_r(&t, &tm);
+		strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+		if (label && (!*label || strpbrk(label, "@#/%,")))
+			return cli_usage("snapshot: --auto=LABEL: '%s' is not a snapshot name part",
+					 label);
+		snprintf(autosnap, sizeof autosnap, "auto-%s%s%s", stamp, label ? "-" : "",
+			 label ? label : "");
+	}
 	for (int i = optind; i < argc; i++) {
 		const char *name = argv[i];
+		if (autoname_on) {
+			if (strchr(name, '@'))
+				return cli_usage("snapshot: with --auto, name datasets, not "
+						 "snapshots ('%s')", name);
+			snprintf(autoname, sizeof autoname, "%s@%s", name, autosnap);
+			name = autoname;
+		}
 		const char *at = strchr(name, '@');
 		struct store_pool *p = NULL;
 		struct store_ds ds;
@@ -226,7 +253,12 @@ static const char restore_help[] =
 	"                         (archives: all but --no-same-permissions shape the entries)\n"
 	"  -v                     print what was restored\n";
 
-int cmd_restore(int argc, char **argv)
+/* Parses restore's command line into o, its --file paths into files
+ * (room for argc), and *verbose. Returns EXIT_OK to go on, or the exit
+ * code to end with: after --help (EXIT_OK, *help set) or an error it
+ * printed. */
+static int restore_options(int argc, char **argv, struct restore_opts *o, const char **files,
+			   int *verbose, int *help)
 {
 	enum { OPT_NO_OWNER = 1000, OPT_NO_PERMS, OPT_NO_DEV, OPT_NO_SUID, OPT_UNTRUSTED, OPT_HELP };
 	static const struct option lo[] = {
@@ -242,105 +274,92 @@ int cmd_restore(int argc, char **argv)
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0},
 	};
-	const char *usage = restore_usage;
-	const char **files = NULL;
-	size_t nfiles = 0;
-	const char *format = NULL;
-	unsigned untrusted = 0;
-	int c, force = 0, verbose = 0, rc;
+	int c;
 	optind = 1;
-	files = calloc((size_t)argc, sizeof *files);
-	if (!files)
-		return cli_fail(-FERR_NOMEM, "restore");
 	while ((c = getopt_long(argc, argv, "+v", lo, NULL)) != -1) {
-		if (c == 'F')
-			files[nfiles++] = optarg;
-		else if (c == 'f')
-			force = 1;
-		else if (c == 'T')
-			format = optarg;
-		else if (c == 'v')
-			verbose = 1;
-		else if (c == OPT_NO_OWNER)
-			untrusted |= RESTORE_NO_SAME_OWNER;
-		else if (c == OPT_NO_PERMS)
-			untrusted |= RESTORE_NO_SAME_PERMISSIONS;
-		else if (c == OPT_NO_DEV)
-			untrusted |= RESTORE_NO_DEVICES;
-		else if (c == OPT_NO_SUID)
-			untrusted |= RESTORE_NO_SETUID;
-		else if (c == OPT_UNTRUSTED)
-			untrusted |= RESTORE_NO_SAME_OWNER | RESTORE_NO_SAME_PERMISSIONS |
-				     RESTORE_NO_DEVICES | RESTORE_NO_SETUID;
-		else if (c == OPT_HELP) {
-			free(files);
-			printf("%s\n%s", usage, restore_help);
+		switch (c) {
+		case 'F': files[o->nfiles++] = optarg; break;
+		case 'f': o->force = 1; break;
+		case 'T': o->format = optarg; break;
+		case 'v': *verbose = 1; break;
+		case OPT_NO_OWNER: o->untrusted |= RESTORE_NO_SAME_OWNER; break;
+		case OPT_NO_PERMS: o->untrusted |= RESTORE_NO_SAME_PERMISSIONS; break;
+		case OPT_NO_DEV: o->untrusted |= RESTORE_NO_DEVICES; break;
+		case OPT_NO_SUID: o->untrusted |= RESTORE_NO_SETUID; break;
+		case OPT_UNTRUSTED:
+			o->untrusted |= RESTORE_NO_SAME_OWNER | RESTORE_NO_SAME_PERMISSIONS |
+					RESTORE_NO_DEVICES | RESTORE_NO_SETUID;
+			break;
+		case OPT_HELP:
+			printf("%s\n%s", restore_usage, restore_help);
+			*help = 1;
 			return EXIT_OK;
-		} else {
-			free(files);
-			return cli_usage("%s", usage);
+		default:
+			return cli_usage("%s", restore_usage);
 		}
 	}
-	if (argc - optind != (format ? 1 : 2)) {
-		free(files);
-		return cli_usage("%s", usage);
-	}
-	if (format && strcmp(format, "tar") && strcmp(format, "pax") && strcmp(format, "zip")) {
-		free(files);
+	const char *format = o->format;
+	if (argc - optind != (format ? 1 : 2))
+		return cli_usage("%s", restore_usage);
+	if (format && strcmp(format, "tar") && strcmp(format, "pax") && strcmp(format, "zip"))
 		return cli_usage("restore: unknown format '%s' (tar, pax, zip)", format);
-	}
-	if (format && isatty(1)) {
-		free(files);
+	if (format && isatty(1))
 		return cli_usage("restore: refusing to write an archive to a terminal");
-	}
-	const char *name = argv[optind];
+	return EXIT_OK;
+}
+
+int cmd_restore(int argc, char **argv)
+{
 	struct store_pool *p = NULL;
-	struct store_snap s;
 	struct restore_opts o;
 	struct restore_stats st;
-	int r;
+	struct store_snap s;
+	int r, rc, verbose = 0, help = 0;
+	memset(&o, 0, sizeof o);
+	const char **files = calloc((size_t)argc, sizeof *files);
+	if (!files)
+		return cli_fail(-FERR_NOMEM, "restore");
+	o.files = files;
+	if ((rc = restore_options(argc, argv, &o, files, &verbose, &help)) != EXIT_OK || help)
+		goto out;
+	const char *name = argv[optind];
 	if ((r = store_pool_open_for(name, STORE_OPEN_RDONLY, &p)) < 0 ||
 	    (r = store_snap_lookup(p, name, &s)) < 0) {
-		store_pool_close(p);
-		free(files);
-		return cli_fail(r, "cannot restore '%s'", name);
+		rc = cli_fail(r, "cannot restore '%s'", name);
+		goto out;
 	}
-	memset(&o, 0, sizeof o);
-	o.files = files;
-	o.nfiles = nfiles;
-	o.force = force;
-	o.format = format;
 	o.fd = 1;
-	o.untrusted = untrusted;
-	{
-		/* the process's umask, for --no-same-permissions (read back at
-		 * once: there is no call that only reads it) */
-		mode_t um = umask(0);
-		umask(um);
-		o.umask = um;
-	}
+	/* the process's umask, for --no-same-permissions (read back at once:
+	 * there is no call that only reads it) */
+	mode_t um = umask(0);
+	umask(um);
+	o.umask = um;
 	o.warn = rwarn_cb;
-	r = restore_snapshot(p, &s, format ? NULL : argv[optind + 1], &o, &st);
-	store_pool_close(p);
-	free(files);
-	if (r < 0 && r != -FERR_PARTIAL)
-		return cli_fail(r, "cannot restore '%s'", name);
+	r = restore_snapshot(p, &s, o.format ? NULL : argv[optind + 1], &o, &st);
+	if (r < 0 && r != -FERR_PARTIAL) {
+		rc = cli_fail(r, "cannot restore '%s'", name);
+		goto out;
+	}
 	if (verbose)
-		fprintf(format ? stderr : stdout,
+		fprintf(o.format ? stderr : stdout,
 			"restored %s: %" PRIu64 " files, %" PRIu64 " hardlinks, %" PRIu64
 			" dirs, %" PRIu64 " symlinks, %" PRIu64 " special, %" PRIu64 " bytes\n",
 			name, st.files, st.hardlinks, st.dirs, st.symlinks, st.specials, st.bytes);
-	rc = EXIT_OK;
 	if (r == -FERR_PARTIAL) {
 		cli_warn("%s", ferry_errmsg(r));
 		rc = EXIT_PARTIAL;
 	}
+out:
+	store_pool_close(p);
+	free(files);
 	return rc;
 }
 
+/* -R is -r and -f does nothing, as in zfs for a dataset without clones
+ * or mounts, which ferry never has: zfs scripts run unchanged. */
 int cmd_rollback(int argc, char **argv)
 {
-	const char *usage = "usage: ferry rollback [-r] SNAPSHOT";
+	const char *usage = "usage: ferry rollback [-r|-R] [-f] SNAPSHOT";
 	int c, recursive = 0, r;
 	optind = 1;
 	while ((c = getopt(argc, argv, "+rRf")) != -1) {
@@ -365,6 +384,7 @@ int cmd_rollback(int argc, char **argv)
 
 struct diff_out {
 	int types;
+	int scripted; /* -H: a rename's two paths tab-separated, no arrow */
 };
 
 static int diff_cb(void *arg, char change, char ftype, const char *path, size_t path_len,
@@ -379,7 +399,7 @@ static int diff_cb(void *arg, char change, char ftype, const char *path, size_t 
 	}
 	put_escaped(stdout, path, path_len);
 	if (newpath) {
-		fputs(" -> ", stdout);
+		fputs(d->scripted ? "\t" : " -> ", stdout);
 		put_escaped(stdout, newpath, newpath_len);
 	}
 	putchar('\n');
@@ -388,14 +408,16 @@ static int diff_cb(void *arg, char change, char ftype, const char *path, size_t 
 
 int cmd_diff(int argc, char **argv)
 {
-	const char *usage = "usage: ferry diff [-F] SNAPSHOT [SNAPSHOT|DATASET]";
+	const char *usage = "usage: ferry diff [-F] [-H] SNAPSHOT [SNAPSHOT|DATASET]";
 	int c, r;
 	struct diff_out d = {0};
 	optind = 1;
 	while ((c = getopt(argc, argv, "+FH")) != -1) {
 		if (c == 'F')
 			d.types = 1;
-		else if (c != 'H')
+		else if (c == 'H')
+			d.scripted = 1;
+		else
 			return cli_usage("%s", usage);
 	}
 	if (argc - optind < 1 || argc - optind > 2)
@@ -469,13 +491,19 @@ int cmd_gc(int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* -R is -r and -f does nothing (zfs: dependent clones, forced unmounts;
+ * ferry has neither). */
 int cli_snap_destroy(int argc, char **argv)
 {
-	const char *usage = "usage: ferry destroy [-r] [-n] [-v] [-p] DATASET@NAME[%NAME][,NAME]...";
-	int c, r, recursive = 0, dry = 0, verbose = 0, exact = 0;
+	const char *usage = "usage: ferry destroy [-r|-R] [-d] [-f] [-n] [-v] [-p] "
+			    "DATASET@NAME[%NAME][,NAME]...";
+	int c, r, recursive = 0, dry = 0, verbose = 0, exact = 0, defer = 0;
 	optind = 1;
-	while ((c = getopt(argc, argv, "+rRnvpf")) != -1) {
+	while ((c = getopt(argc, argv, "+rRnvpfd")) != -1) {
 		switch (c) {
+		case 'd': /* zfs destroy -d: a held snapshot goes with its last hold */
+			defer = 1;
+			break;
 		case 'r':
 		case 'R':
 			recursive = 1;
@@ -517,7 +545,8 @@ int cli_snap_destroy(int argc, char **argv)
 		else
 			printf("%sreclaim %s\n", dry ? "would " : "", b);
 	}
-	if (!dry && (r = store_snap_destroy(p, list, n)) < 0)
+	if (!dry && (r = defer ? store_snap_destroy_defer(p, list, n, NULL)
+			       : store_snap_destroy(p, list, n)) < 0)
 		goto fail;
 	free(list);
 	store_pool_close(p);
@@ -562,11 +591,12 @@ int cmd_bookmark(int argc, char **argv)
 	return EXIT_OK;
 }
 
-/* destroy [-n] [-v] [-p] DATASET#BOOKMARK (called by cmd_destroy for names
- * with '#'). A bookmark holds no blocks, so nothing is reclaimed. */
+/* destroy [-f] [-n] [-v] [-p] DATASET#BOOKMARK (called by cmd_destroy for
+ * names with '#'; -f does nothing, as for snapshots). A bookmark holds no
+ * blocks, so nothing is reclaimed. */
 int cli_bookmark_destroy(int argc, char **argv)
 {
-	const char *usage = "usage: ferry destroy [-n] [-v] [-p] DATASET#BOOKMARK";
+	const char *usage = "usage: ferry destroy [-f] [-n] [-v] [-p] DATASET#BOOKMARK";
 	int c, r, dry = 0, verbose = 0, exact = 0;
 	optind = 1;
 	while ((c = getopt(argc, argv, "+nvpf")) != -1) {

@@ -16,16 +16,19 @@ struct cli_cmd {
 static const struct cli_cmd commands[] = {
 	{"pool", cmd_pool, "pool create [-o prop=val]... NAME PATH | import PATH [NAME] | export NAME | list [-H] [-p] [--json] [NAME]... | status [NAME]..."},
 	{"create", cmd_create, "create [-p] [-V size [-b blocksize]] [-o prop=val]... DATASET"},
-	{"destroy", cmd_destroy, "destroy [-r] [-n] [-v] DATASET | DATASET@SNAP[%SNAP][,SNAP]... | DATASET#BOOKMARK"},
-	{"list", cmd_list, "list [-r] [-d depth] [-t type] [-o cols] [-s col] [-S col] [-H] [-p] [--json] [DATASET]..."},
+	{"destroy", cmd_destroy, "destroy [-r] [-n] [-v] [-p] DATASET | destroy [-r|-R] [-d] [-f] [-n] [-v] [-p] DATASET@SNAP[%SNAP][,SNAP]... | destroy [-f] [-n] [-v] [-p] DATASET#BOOKMARK"},
+	{"list", cmd_list, "list [-r] [-d depth] [-t type] [-o cols] [-s col] [-S col] [-H] [-p] [--json] [--prefix PREFIX] [DATASET]..."},
 	{"get", cmd_get, "get [-r] [-d depth] [-t type] [-H] [-p] [-o fields] [--json] PROP[,PROP]...|all DATASET|SNAPSHOT..."},
 	{"set", cmd_set, "set PROP=VALUE... DATASET..."},
 	{"inherit", cmd_inherit, "inherit [-r] [-S] PROP DATASET..."},
-	{"snapshot", cmd_snapshot, "snapshot [-r] [-v] [--cross-filesystems] [--from PATH] DATASET@NAME..."},
+	{"snapshot", cmd_snapshot, "snapshot [-r] [-v] [--cross-filesystems] [--from PATH] DATASET@NAME... | snapshot [-r] [-v] --auto[=LABEL] DATASET..."},
 	{"bookmark", cmd_bookmark, "bookmark DATASET@SNAP|DATASET#BOOKMARK DATASET#BOOKMARK"},
 	{"restore", cmd_restore, "restore [--file PATH]... [--force] [-v] SNAPSHOT DIR | restore [--file PATH]... --format tar|pax|zip SNAPSHOT"},
-	{"rollback", cmd_rollback, "rollback [-r] SNAPSHOT"},
-	{"diff", cmd_diff, "diff [-F] SNAPSHOT [SNAPSHOT|DATASET]"},
+	{"hold", cmd_hold, "hold [-r] TAG SNAPSHOT..."},
+	{"release", cmd_release, "release [-r] TAG SNAPSHOT..."},
+	{"holds", cmd_holds, "holds [-r] [-H] [-p] [--json] SNAPSHOT..."},
+	{"rollback", cmd_rollback, "rollback [-r|-R] [-f] SNAPSHOT"},
+	{"diff", cmd_diff, "diff [-F] [-H] SNAPSHOT [SNAPSHOT|DATASET]"},
 	{"gc", cmd_gc, "gc [-v] POOL"},
 	{"dump", cmd_dump, "dump [-v] [FILE]"},
 	{"send", cmd_send, "send [-c] [--compress=CODEC] [-p] [-i SNAP|-i #BOOKMARK|-I SNAP] [-R] [-n] [-v] [-P] SNAPSHOT | send [-v] -t TOKEN"},
@@ -35,6 +38,10 @@ static const struct cli_cmd commands[] = {
 	{"receive", cmd_recv, "receive: same as recv"},
 	{"serve", cmd_serve, "serve [--listen ADDR:PORT]... [--tls-cert FILE --tls-key FILE] --tokens FILE [--timeout SECONDS] POOL..."},
 	{"token", cmd_token, "token create --tokens FILE --scope POOL[/DATASET] --perm read|append|write [--name NAME] | list --tokens FILE | revoke --tokens FILE ID|NAME"},
+	{"sync", cmd_sync, "sync [-r] [-n] [-v] [--json] [--no-intermediate] [--compress=auto|CODEC] [-o PROP=VAL]... [-x PROP]... [-F] [--wait[=SECS]] SOURCE POOL/DATASET|ssh://[USER@]HOST[:PORT]/POOL/DATASET"},
+	{"prune", cmd_prune, "prune [-r] [-n] [-v] [--json] [--keep-last N] [--keep-hourly N] [--keep-daily N] [--keep-weekly N] [--keep-monthly N] [--keep-yearly N] [--keep-within DURATION] [--prefix P] [--gc] DATASET..."},
+	{"shell", cmd_shell, "shell --scope POOL[/DATASET] [--append-only] [--read-only]  (an authorized_keys command)"},
+	{"sync-state", cmd_sync_state, "sync-state [-r] DATASET  (what the far side of an ssh sync answers)"},
 };
 
 static void usage(FILE *f)
@@ -42,7 +49,9 @@ static void usage(FILE *f)
 	fprintf(f, "usage: ferry COMMAND [OPTIONS] ...\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		fprintf(f, "  ferry %s\n", commands[i].summary);
-	fprintf(f, "\nexit codes: 0 ok, 1 failed (nothing changed), 2 usage error, 3 partial\n"
+	fprintf(f, "\nexit codes: 0 ok, 1 failed (nothing changed, but for what EXIT STATUS\n"
+		   "in ferry(8) names), 2 usage error, 3 partial,\n"
+		   "4 busy (sync: another sync of the same dataset and destination)\n"
 		   "see ferry(8) for details.\n");
 }
 
@@ -72,6 +81,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ferry: cannot initialise libsodium\n");
 		return EXIT_FAIL;
 	}
+	if (ferry_now_check() < 0)
+		return cli_usage("%s", ferry_errmsg(-FERR_INVAL));
 	describe_self(argc, argv);
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		if (!strcmp(argv[1], commands[i].name))

@@ -91,16 +91,14 @@ void table_release(struct table *t)
 int cli_split_list(const char *s, char ***out, size_t *n)
 {
 	char **v = NULL;
-	size_t cnt = 0;
+	size_t cnt = 0, cap = 0;
 	const char *p = s;
 	for (;;) {
 		size_t len = strcspn(p, ",");
 		if (len == 0)
 			goto bad;
-		char **nv = realloc(v, (cnt + 1) * sizeof *v);
-		if (!nv)
+		if (VEC_GROW(v, cap, cnt, 8, "splitting a list") < 0)
 			goto bad;
-		v = nv;
 		if (!(v[cnt] = strndup(p, len)))
 			goto bad;
 		cnt++;

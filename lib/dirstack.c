@@ -85,15 +85,9 @@ int dirstack_push(struct dirstack *s, int fd, const char *name)
 		close(fd);
 		return r;
 	}
-	if (s->n == s->cap) {
-		size_t nc = s->cap ? s->cap * 2 : 64;
-		struct dirstack_level *nl = realloc(s->lv, nc * sizeof *nl);
-		if (!nl) {
-			close(fd);
-			return ferry_err(FERR_NOMEM, "walking a tree");
-		}
-		s->lv = nl;
-		s->cap = nc;
+	if ((r = VEC_GROW(s->lv, s->cap, s->n, 64, "walking a tree")) < 0) {
+		close(fd);
+		return r;
 	}
 	struct dirstack_level *l = &s->lv[s->n];
 	l->name = NULL;

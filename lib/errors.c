@@ -186,3 +186,13 @@ void ferry_err_restore(const struct ferry_errsave *s)
 		ferry_err_clear();
 	}
 }
+
+void ferry_err_restore_also(const struct ferry_errsave *s, const char *what)
+{
+	char second[DETAIL_MAX];
+	snprintf(second, sizeof(second), "%s", detail_set ? detail : "no detail");
+	if (s->set)
+		(void)ferry_err(FERR_IO, "%s (and then %s failed: %s)", s->text, what, second);
+	else
+		(void)ferry_err(FERR_IO, "%s failed: %s", what, second);
+}

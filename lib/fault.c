@@ -13,6 +13,8 @@
  *       unlink=U create=C alloc=A" is appended to the file named by
  *       FERRY_FAULT_COUNT (default: standard error), so a test can sweep
  *       every hook point of a command.
+ *   Items join with commas (up to 4 faults, and count): the second fault
+ *       of "rename:2:EIO,unlink:1:EIO" fails the cleanup of the first.
  *   FERRY_FAULT_LOG=FILE  a line is appended there when the fault fires,
  *       so a test knows the command reached it.
  * Counting starts when the program starts (a constructor), after the C
@@ -36,21 +38,46 @@ static const char *const kind_name[IO_FAULT__COUNT] = {
 
 static unsigned long counts[IO_FAULT__COUNT];
 static int armed;            /* the constructor ran: count from here on */
-static int fire_kind = -1;   /* FERRY_FAULT=KIND:N:ERR */
-static unsigned long fire_n;
-static int fire_err;
+/* FERRY_FAULT=KIND:N:ERR[,KIND:N:ERR]...: up to FIRE_MAX faults */
+#define FIRE_MAX 4
+static struct {
+	int kind;
+	unsigned long n;
+	int err;
+} fire[FIRE_MAX];
+static int nfire;
 static const char *log_path, *count_path;
 
-/* No allocation and no stdio in here: this runs inside malloc. */
+/* Writes all of line to fd (a short write or EINTR goes on); 0 or -1. */
+static int write_line(int fd, const char *line)
+{
+	size_t n = strlen(line), done = 0;
+	while (done < n) {
+		ssize_t w = write(fd, line + done, n - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		done += (size_t)w;
+	}
+	return 0;
+}
+
+/* Appends line to the harness's file path (NULL: standard error). When
+ * that file cannot be written the line goes to standard error instead,
+ * so the harness still sees that the fault fired, or the counts. No
+ * allocation and no stdio in here: this runs inside malloc. */
 static void append_line(const char *path, const char *line)
 {
+	int saved = errno;
 	int fd = path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600) : 2;
-	if (fd < 0)
-		return;
-	size_t n = strlen(line);
-	if (write(fd, line, n) != (ssize_t)n) { /* a test harness's file: nothing to do */ }
-	if (path)
+	int r = fd < 0 ? -1 : write_line(fd, line);
+	if (path && fd >= 0)
 		close(fd);
+	if (r < 0 && path && (write_line(2, "ferry: fault log: cannot write to FERRY_FAULT_LOG or "
+					  "FERRY_FAULT_COUNT; ") < 0 || write_line(2, line) < 0))
+		_exit(125); /* the harness can learn it no other way */
+	errno = saved;
 }
 
 static void report_counts(void)
@@ -81,21 +108,31 @@ __attribute__((constructor)) static void fault_init(void)
 	const char *spec = getenv("FERRY_FAULT");
 	log_path = getenv("FERRY_FAULT_LOG");
 	count_path = getenv("FERRY_FAULT_COUNT");
-	if (spec && !strcmp(spec, "count")) {
-		atexit(report_counts);
-	} else if (spec && *spec) {
-		char kind[16];
-		const char *c1 = strchr(spec, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-		size_t kl = c1 ? (size_t)(c1 - spec) : 0;
-		if (c1 && c2 && kl < sizeof kind) {
-			memcpy(kind, spec, kl);
-			kind[kl] = 0;
-			for (int k = 0; k < IO_FAULT__COUNT; k++)
-				if (!strcmp(kind, kind_name[k]))
-					fire_kind = k;
-			fire_n = strtoul(c1 + 1, NULL, 10);
-			fire_err = parse_err(c2 + 1);
+	while (spec && *spec) {
+		char item[48], kind[16];
+		size_t len = strcspn(spec, ",");
+		if (len < sizeof item) {
+			memcpy(item, spec, len);
+			item[len] = 0;
+			const char *c1 = strchr(item, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+			size_t kl = c1 ? (size_t)(c1 - item) : 0;
+			if (!strcmp(item, "count")) {
+				atexit(report_counts);
+			} else if (c1 && c2 && kl < sizeof kind && nfire < FIRE_MAX) {
+				memcpy(kind, item, kl);
+				kind[kl] = 0;
+				fire[nfire].kind = -1;
+				for (int k = 0; k < IO_FAULT__COUNT; k++)
+					if (!strcmp(kind, kind_name[k]))
+						fire[nfire].kind = k;
+				fire[nfire].n = strtoul(c1 + 1, NULL, 10);
+				fire[nfire].err = parse_err(c2 + 1);
+				nfire++;
+			}
 		}
+		spec += len;
+		if (*spec == ',')
+			spec++;
 	}
 	armed = 1;
 }
@@ -105,8 +142,12 @@ int io_fault(enum io_fault_op op)
 	if (!armed || (unsigned)op >= IO_FAULT__COUNT)
 		return 0;
 	unsigned long n = __atomic_add_fetch(&counts[op], 1, __ATOMIC_RELAXED);
-	if ((int)op != fire_kind || n != fire_n)
+	int f;
+	for (f = 0; f < nfire && ((int)op != fire[f].kind || n != fire[f].n); f++)
+		;
+	if (f == nfire)
 		return 0;
+	int fire_err = fire[f].err;
 	if (log_path) {
 		char line[96];
 		snprintf(line, sizeof line, "fault: %s #%lu -> %s\n", kind_name[op], n,

@@ -194,19 +194,32 @@ int io_unlinkat(int dirfd, const char *name, const char *dir)
 	return 0;
 }
 
-int io_fsync_dirfd(int dirfd)
+/* Syncs the directory open at fd; what names it in the error ("fd 3",
+ * "'/p/packs'"). Some filesystems cannot sync a directory at all
+ * (EINVAL, ENOTSUP): the rename is as durable as they will ever make it,
+ * so that is not a failure. */
+static int fsync_dir(int fd, const char *what)
 {
 	int e = io_fault(IO_FAULT_FSYNC);
 
 	if (e)
-		return ferry_err_errno(e, "fsync directory fd %d", dirfd);
-	if (fsync(dirfd) == 0)
-		return 0;
-	/* Some filesystems cannot sync a directory at all; the rename is as
-	 * durable as they will ever make it, so that is not a failure. */
-	if (errno == EINVAL || errno == ENOTSUP)
-		return 0;
-	return ferry_err_errno(errno, "fsync directory fd %d", dirfd);
+		return ferry_err_errno(e, "fsync directory %s", what);
+	while (fsync(fd) != 0) {
+		if (errno == EINTR)
+			continue;
+		if (errno == EINVAL || errno == ENOTSUP)
+			return 0;
+		return ferry_err_errno(errno, "fsync directory %s", what);
+	}
+	return 0;
+}
+
+int io_fsync_dirfd(int dirfd)
+{
+	char what[32];
+
+	snprintf(what, sizeof(what), "fd %d", dirfd);
+	return fsync_dir(dirfd, what);
 }
 
 static int open_dir(const char *dir, int *out)
@@ -221,17 +234,14 @@ static int open_dir(const char *dir, int *out)
 
 int io_fsync_dir(const char *dir)
 {
+	char what[PATH_MAX + 2];
 	int fd = -1, r;
 
 	if ((r = open_dir(dir, &fd)) < 0)
-		goto out;
-	if ((r = io_fault(IO_FAULT_FSYNC)))
-		r = ferry_err_errno(r, "fsync directory '%s'", dir);
-	else if (fsync(fd) < 0 && errno != EINVAL && errno != ENOTSUP)
-		r = ferry_err_errno(errno, "fsync directory '%s'", dir);
-out:
-	if (fd >= 0)
-		close(fd);
+		return r;
+	snprintf(what, sizeof(what), "'%s'", dir);
+	r = fsync_dir(fd, what);
+	close(fd);
 	return r;
 }
 

@@ -80,6 +80,11 @@ struct ferry_errsave {
 };
 void ferry_err_save(struct ferry_errsave *s);
 void ferry_err_restore(const struct ferry_errsave *s);
+/* When the cleanup failed too: restores the saved detail with the
+ * cleanup's own after it, "SAVED (and then WHAT failed: DETAIL)", so the
+ * one line names both (WHAT: "removing pack 'x'"); with nothing saved,
+ * "WHAT failed: DETAIL". */
+void ferry_err_restore_also(const struct ferry_errsave *s, const char *what);
 
 /* ---- checked arithmetic: 0 on success, -FERR_OVERFLOW on overflow;
  * *out written only on success. */
@@ -253,8 +258,20 @@ int parse_size(const char *s, uint64_t *out) FERRY_WUR;
 /* Formats like zfs_nicenum: "0", "512", "128K", "1.50M"; with bytes_suffix
  * values under 1024 get a "B" ("0B", "512B"). buf should hold 16 bytes. */
 void format_nicenum(uint64_t v, char *buf, size_t n, int bytes_suffix);
-/* Current wall-clock time (CLOCK_REALTIME) in nanoseconds since the epoch. */
+/* The current time in nanoseconds since the epoch: every "now" of ferry
+ * comes from here. The wall clock (CLOCK_REALTIME), unless FERRY_NOW holds
+ * an ISO 8601 UTC time: then the process starts at that time and the
+ * clock runs on from there (for tests and simulations; ferry(8)). An
+ * invalid FERRY_NOW is ignored here; ferry_now_check says so. */
 uint64_t ferry_now_ns(void);
+/* 0, or -FERR_INVAL naming the problem when FERRY_NOW is set but invalid
+ * (the CLI refuses to run then rather than use the real clock). */
+int ferry_now_check(void) FERRY_WUR;
+/* Parses an ISO 8601 UTC time, "YYYY-MM-DDTHH:MM[:SS[.frac]]" with 'T' or
+ * a space, then "Z", "+00:00" or nothing, into nanoseconds since the
+ * epoch. -FERR_INVAL on anything else (other offsets, years before 1970,
+ * out-of-range fields). *ns is written only on success. */
+int parse_time_utc(const char *s, uint64_t *ns) FERRY_WUR;
 
 /* ---- directory stack (dirstack.c) -----------------------------------------
  * The open directories of an iterative tree walk: level 0 (the bottom, the

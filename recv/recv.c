@@ -1441,10 +1441,12 @@ static int pkg_destroy_tree(struct rcv *r)
 		    (rc = tree_add(&listed, name)) < 0)
 			goto out;
 	}
-	qsort(listed.v, listed.n, sizeof *listed.v, tree_cmp);
+	if (listed.n > 1)
+		qsort(listed.v, listed.n, sizeof *listed.v, tree_cmp);
 	if ((rc = store_ds_walk(r->p, &ds, -1, tree_cb, &have)) < 0)
 		goto out;
-	qsort(have.v, have.n, sizeof *have.v, tree_cmp);
+	if (have.n > 1)
+		qsort(have.v, have.n, sizeof *have.v, tree_cmp);
 	for (size_t i = 0; i < have.n; i++)
 		have.v[i].keep = !strcmp(have.v[i].name, top) || tree_covers(&listed, have.v[i].name);
 	/* parents sort before their children: each unkept dataset is reported,

@@ -9,63 +9,85 @@
 # libcurl and libmicrohttpd in net/, SQLite in store/.
 #
 #   sh scripts/depcheck.sh [ROOT]     (ROOT: the tree to check, default .)
+#
+# One awk pass over every source file (tests/cli/06 runs this 18 times).
 set -eu
 root=${1:-.}
 cd "$root"
-fail=0
-# public FOLDER: the public headers of FOLDER, one per line
-public() {
-	case $1 in
-	lib) echo lib/lib.h ;;
-	store) echo store/store.h; echo store/codec.h ;;
-	*) echo "$1/$1.h" ;;
-	esac
+set --
+for f in */*.c */*.h; do
+	case $f in tests/* | bench/* | build*/*) continue ;; esac
+	[ -f "$f" ] && set -- "$@" "$f"
+done
+[ $# -gt 0 ] || { echo "depcheck: no sources under $root"; exit 1; }
+awk '
+BEGIN {
+	# the folders each folder may use (a folder not named here is not
+	# checked for its includes, only for the libraries below)
+	uses["lib"] = ""
+	uses["stream"] = "lib"
+	uses["store"] = "lib"
+	uses["capture"] = "lib store"
+	uses["restore"] = "lib store"
+	uses["send"] = "lib stream store"
+	uses["recv"] = "lib stream store"
+	uses["net"] = "lib"
+	uses["sync"] = "lib stream store send recv net"
+	uses["cli"] = "lib stream store capture restore send recv net sync"
+	# public headers besides DIR/DIR.h
+	public["store/codec.h"] = 1
+	# libraries: the start of the name in #include <...>, and where
+	nlibs = split("archive curl/ microhttpd sqlite3", libpat, " ")
+	libdirs["archive"] = "capture restore"
+	libdirs["curl/"] = "net"
+	libdirs["microhttpd"] = "net"
+	libdirs["sqlite3"] = "store"
+	fail = 0
 }
-check() { # dir allowed-dirs...
-	d=$1; shift
-	for f in "$d"/*.c "$d"/*.h; do
-		[ -f "$f" ] || continue
-		for inc in $(grep -o '^#include "[^"]*"' "$f" | sed 's/#include "//; s/"$//'); do
-			case "$inc" in
-			*/*) path=$(echo "$inc" | sed 's#^\.\./##') ;;
-			*) continue ;; # same folder
-			esac
-			top=${path%%/*}
-			[ "$top" = "$d" ] && continue
-			ok=0
-			for a in "$@"; do
-				[ "$top" = "$a" ] || continue
-				public "$a" | grep -qx "$path" && ok=1
-				[ $ok = 0 ] && { echo "depcheck: $f includes $inc, a private header of $a/"; fail=1; ok=2; }
-			done
-			if [ $ok = 0 ]; then echo "depcheck: $f includes $inc (not allowed from $d/)"; fail=1; fi
-		done
-	done
+function listed(word, list,    n, a, i) {
+	n = split(list, a, " ")
+	for (i = 1; i <= n; i++)
+		if (a[i] == word)
+			return 1
+	return 0
 }
-check lib
-check stream lib
-check store lib
-check capture lib store
-check restore lib store
-check send lib stream store
-check recv lib stream store
-check net lib
-check sync lib stream store send recv net
-check cli lib stream store capture restore send recv net sync
-# libraries: where each may be used
-lib_only() { # pattern allowed-dirs...
-	pat=$1; shift
-	for f in */*.c */*.h; do
-		case $f in tests/* | bench/* | build*/*) continue ;; esac
-		grep -q "^#include <$pat" "$f" || continue
-		d=${f%%/*} ok=0
-		for a in "$@"; do [ "$d" = "$a" ] && ok=1; done
-		[ $ok = 1 ] || { echo "depcheck: $f uses <$pat...> (only in $*)"; fail=1; }
-	done
+FNR == 1 { dir = FILENAME; sub(/\/.*/, "", dir) }
+/^#include "/ {
+	if (!(dir in uses))
+		next
+	inc = $0
+	sub(/^#include "/, "", inc)
+	sub(/".*/, "", inc)
+	if (index(inc, "/") == 0)
+		next # same folder
+	path = inc
+	sub(/^\.\.\//, "", path)
+	top = path
+	sub(/\/.*/, "", top)
+	if (top == dir)
+		next
+	if (!listed(top, uses[dir])) {
+		printf "depcheck: %s includes %s (not allowed from %s/)\n", FILENAME, inc, dir
+		fail = 1
+	} else if (path != top "/" top ".h" && !(path in public)) {
+		printf "depcheck: %s includes %s, a private header of %s/\n", FILENAME, inc, top
+		fail = 1
+	}
+	next
 }
-lib_only 'archive' capture restore
-lib_only 'curl/' net
-lib_only 'microhttpd' net
-lib_only 'sqlite3' store
-[ $fail -eq 0 ] || exit 1
-echo "depcheck: layers ok"
+/^#include </ {
+	for (i = 1; i <= nlibs; i++) {
+		p = libpat[i]
+		if (index($0, "#include <" p) != 1 || listed(dir, libdirs[p]) || ((FILENAME, p) in said))
+			continue
+		said[FILENAME, p] = 1
+		printf "depcheck: %s uses <%s...> (only in %s)\n", FILENAME, p, libdirs[p]
+		fail = 1
+	}
+}
+END {
+	if (fail)
+		exit 1
+	print "depcheck: layers ok"
+}
+' "$@"

@@ -893,7 +893,8 @@ static int plist_load(struct store_pool *p, const struct store_ds *ds, struct pl
 		plist_release(l);
 		return r;
 	}
-	qsort(l->v, l->n, sizeof *l->v, prop_sort);
+	if (l->n > 1)
+		qsort(l->v, l->n, sizeof *l->v, prop_sort);
 	/* a name can come once only (local wins over received in prop_all) */
 	size_t w = 0;
 	for (size_t i = 0; i < l->n; i++) {
@@ -1090,7 +1091,8 @@ static int send_package(struct snd *s, const struct store_ds *top, const char *t
 	} else if ((r = dslist_cb(s->p, top, &dl)) < 0) {
 		goto out;
 	}
-	qsort(dl.v, dl.n, sizeof *dl.v, ds_sort);
+	if (dl.n > 1)
+		qsort(dl.v, dl.n, sizeof *dl.v, ds_sort);
 	if (!(pd = calloc(dl.n ? dl.n : 1, sizeof *pd))) {
 		r = ferry_err(FERR_NOMEM, "sending a package");
 		goto out;

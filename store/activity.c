@@ -113,6 +113,18 @@ static int act_read(const char *path, char *buf, size_t n)
 	return 0;
 }
 
+/* Removes a record, keeping the thread's error detail. A record that
+ * stays (another sweeper removed it first, run/ cannot be written) is of
+ * a process that is gone or going: act_live tells, every reader skips it
+ * and the next sweep tries again. */
+static void act_unlink(const char *path)
+{
+	struct ferry_errsave e;
+	ferry_err_save(&e);
+	if (io_unlink(path) < 0)
+		ferry_err_restore(&e);
+}
+
 /* Removes the records of processes that are gone (killed: nobody else
  * would), so run/ holds only live ones. */
 static void act_sweep(const char *dir)
@@ -133,7 +145,8 @@ static void act_sweep(const char *dir)
 		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
 		if (act_read(path, buf, sizeof buf) < 0)
 			buf[0] = 0;
-		if (!act_live(dir, name, buf) && io_unlink(path) != 0) { /* another sweeper got it */ }
+		if (!act_live(dir, name, buf))
+			act_unlink(path);
 	}
 	closedir(d);
 }
@@ -185,11 +198,8 @@ void act_drop(struct store_pool *p)
 	char path[PATH_MAX];
 	if (!p->act_name[0])
 		return;
-	struct ferry_errsave e;
 	act_path(p, p->act_name, path, sizeof path);
-	ferry_err_save(&e);
-	if (io_unlink(path) < 0) { /* a stale record is ignored by its pid */ }
-	ferry_err_restore(&e);
+	act_unlink(path);
 	p->act_name[0] = 0;
 }
 
@@ -228,7 +238,7 @@ static int act_describe(struct store_pool *p, long pid, char *out, size_t n)
 		if (!sp)
 			continue;
 		if (!act_live(dir, de->d_name, buf)) {
-			if (io_unlink(path) != 0) { /* someone else's to remove */ }
+			act_unlink(path);
 			continue;
 		}
 		snprintf(out, n, "%s", sp + 1);

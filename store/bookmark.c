@@ -219,11 +219,3 @@ void store_bookmark_to_ds(const struct store_bookmark *b, struct store_ds *out)
 	out->creation = b->creation;
 	out->createtxg = b->createtxg;
 }
-
-int bm_destroy_ds(struct store_pool *p, const struct store_ds *ds)
-{
-	int r = bm_table(p);
-	if (r <= 0)
-		return r;
-	return cat_exec_i64(p, "DELETE FROM bookmarks WHERE ds_id = ?", ds->id);
-}

@@ -89,6 +89,19 @@ int cat_prepare(struct store_pool *p, const char *sql, sqlite3_stmt **st)
 	return 0;
 }
 
+int cat_exec_i64(struct store_pool *p, const char *sql, int64_t v)
+{
+	sqlite3_stmt *st = NULL;
+	int r = cat_prepare(p, sql, &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(st, 1, v);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		r = cat_err(p, "updating the catalogue");
+	sqlite3_finalize(st);
+	return r;
+}
+
 static const char schema[] =
 	"CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
 	"CREATE TABLE datasets("
@@ -107,7 +120,7 @@ static const char schema[] =
 	"  source INTEGER NOT NULL," /* enum store_prop_source: local or received */
 	"  PRIMARY KEY(ds_id, name, source));";
 
-/* Blocks, nodes, snapshots, partial receives and bookmarks. Kept apart from the base schema
+/* Blocks, nodes, snapshots, partial receives, bookmarks and holds. Kept apart from the base schema
  * so pools made before these tables existed get them on their next open. */
 static const char schema_snap[] =
 	"CREATE TABLE IF NOT EXISTS packs("
@@ -173,7 +186,15 @@ static const char schema_snap[] =
 	"  root_type INTEGER NOT NULL,"
 	"  root BLOB NOT NULL,"
 	"  UNIQUE(ds_id, name));"
-	"CREATE INDEX IF NOT EXISTS bookmarks_guid ON bookmarks(ds_id, guid);";
+	"CREATE INDEX IF NOT EXISTS bookmarks_guid ON bookmarks(ds_id, guid);"
+	/* holds (store/hold.c): tags that keep a snapshot, and the snapshots
+	 * destroy -d left to go with their last hold */
+	"CREATE TABLE IF NOT EXISTS holds("
+	"  snap_id INTEGER NOT NULL REFERENCES snapshots(id) ON DELETE CASCADE,"
+	"  tag TEXT NOT NULL, creation_ns INTEGER NOT NULL,"
+	"  PRIMARY KEY(snap_id, tag)) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS defer_destroy("
+	"  snap_id INTEGER PRIMARY KEY REFERENCES snapshots(id) ON DELETE CASCADE);";
 
 int cat_schema_create(struct store_pool *p)
 {
@@ -187,7 +208,7 @@ int cat_schema_snap(struct store_pool *p)
 {
 	sqlite3_stmt *st = NULL;
 	int have = 0;
-	int r = cat_prepare(p, "SELECT count(*) FROM sqlite_master WHERE name = 'bookmarks'", &st);
+	int r = cat_prepare(p, "SELECT count(*) FROM sqlite_master WHERE name = 'holds'", &st);
 	if (r < 0)
 		return r;
 	if (sqlite3_step(st) == SQLITE_ROW)
@@ -210,6 +231,27 @@ static int cat_lock_wait_ms(void)
 	if (*end || v > 86400)
 		return 30000;
 	return (int)(v * 1000);
+}
+
+/* After some failed statements (no memory, a full disk, an I/O error)
+ * SQLite may roll back the transaction by itself; the statements after
+ * it would then each commit on their own, a piece of what was meant to be
+ * all or nothing. So while a transaction of ours is open, no commit but
+ * its own may happen: the hook turns any other into a rollback, and a
+ * rollback we did not ask for marks the transaction lost, so its
+ * store_tx_commit fails and nothing of it stays. */
+static int cat_commit_hook(void *arg)
+{
+	struct store_pool *p = arg;
+	/* store_tx_commit's own COMMIT runs at depth 0 */
+	return p->tx_depth > 0; /* nonzero: roll back instead */
+}
+
+static void cat_rollback_hook(void *arg)
+{
+	struct store_pool *p = arg;
+	if (p->tx_depth > 0) /* not store_tx_rollback's own ROLLBACK, at depth 0 */
+		p->tx_lost = p->tx_failed = 1;
 }
 
 int cat_open(struct store_pool *p, int create)
@@ -241,6 +283,8 @@ int cat_open(struct store_pool *p, int create)
 	}
 	sqlite3_busy_timeout(p->db, cat_lock_wait_ms());
 	sqlite3_extended_result_codes(p->db, 1);
+	sqlite3_commit_hook(p->db, cat_commit_hook, p);
+	sqlite3_rollback_hook(p->db, cat_rollback_hook, p);
 	if (!(p->flags & STORE_OPEN_RDONLY) &&
 	    (r = cat_exec(p, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;")) < 0)
 		return r;
@@ -311,7 +355,7 @@ int store_tx_begin(struct store_pool *p)
 		return ferry_err(FERR_INVAL, "a write inside a read snapshot of the catalogue");
 	if (p->tx_depth++ > 0)
 		return 0;
-	p->tx_failed = 0;
+	p->tx_failed = p->tx_lost = 0;
 	act_begin(p);
 	int r = cat_exec(p, "BEGIN IMMEDIATE");
 	if (r < 0) {
@@ -332,38 +376,70 @@ int store_read_begin(struct store_pool *p)
 	return 0;
 }
 
+/* Leaves the transaction open on p's connection, if SQLite still has one
+ * (a failed COMMIT may have rolled it back already): 0 once the
+ * connection is out of it, else the ROLLBACK's error. A connection left
+ * inside a transaction could begin no other: every later write of the
+ * handle would fail with a misleading "cannot start a transaction". */
+static int tx_leave(struct store_pool *p)
+{
+	if (sqlite3_get_autocommit(p->db))
+		return 0;
+	int r = cat_exec(p, "ROLLBACK");
+	if (r < 0 && sqlite3_get_autocommit(p->db)) {
+		ferry_err_clear(); /* SQLite ended it anyway */
+		r = 0;
+	}
+	return r;
+}
+
+/* tx_leave on a path that reports an earlier failure: its detail stays
+ * first, and a ROLLBACK that failed is named after it. */
+static void tx_leave_after_error(struct store_pool *p)
+{
+	struct ferry_errsave e;
+	ferry_err_save(&e);
+	if (tx_leave(p) < 0)
+		ferry_err_restore_also(&e, "rolling the catalogue back");
+	else
+		ferry_err_restore(&e);
+}
+
 void store_read_end(struct store_pool *p)
 {
 	if (!p->read_tx)
 		return;
 	p->read_tx = 0;
-	if (cat_exec(p, "COMMIT") < 0) { /* nothing was written: nothing to lose */ }
+	/* nothing was written: a COMMIT that fails leaves the same state as
+	 * a ROLLBACK, which tx_leave then does, so the next transaction can
+	 * begin; the caller's detail is kept either way */
+	struct ferry_errsave e;
+	ferry_err_save(&e);
+	if (cat_exec(p, "COMMIT") < 0)
+		tx_leave_after_error(p);
+	ferry_err_restore(&e);
 }
 
 int store_tx_commit(struct store_pool *p)
 {
+	int r;
 	if (p->tx_depth <= 0)
 		return ferry_err(FERR_INVAL, "commit without a transaction");
 	if (--p->tx_depth > 0)
 		return 0;
 	if (p->tx_failed) {
-		if (cat_exec(p, "ROLLBACK") < 0) { /* the error below says it all */ }
-		pack_tx_end(p, 0);
-		act_end(p);
-		return ferry_err(FERR_CATALOG, "transaction aborted by an earlier error");
+		if (p->tx_lost)
+			r = ferry_err(FERR_CATALOG, "pool '%s': the catalogue rolled back a transaction "
+				      "after a failed statement; nothing of it was kept", p->name);
+		else
+			r = ferry_err(FERR_CATALOG, "transaction aborted by an earlier error");
+		tx_leave_after_error(p);
+	} else if ((r = cat_exec(p, "COMMIT")) < 0) {
+		tx_leave_after_error(p);
 	}
-	int r = cat_exec(p, "COMMIT");
-	if (r < 0) {
-		char msg[512];
-		snprintf(msg, sizeof msg, "%s", ferry_errmsg(r));
-		if (cat_exec(p, "ROLLBACK") < 0) { /* already rolled back by SQLite */ }
-		pack_tx_end(p, 0);
-		act_end(p);
-		return ferry_err(-r, "%s", msg);
-	}
-	pack_tx_end(p, 1);
+	pack_tx_end(p, r == 0);
 	act_end(p);
-	return 0;
+	return r;
 }
 
 void store_tx_rollback(struct store_pool *p)
@@ -374,7 +450,8 @@ void store_tx_rollback(struct store_pool *p)
 		p->tx_failed = 1; /* the outermost commit will roll back */
 		return;
 	}
-	if (cat_exec(p, "ROLLBACK") < 0) { /* nothing more to undo */ }
+	/* on an error path: the caller's detail is the one reported */
+	tx_leave_after_error(p);
 	pack_tx_end(p, 0);
 	act_end(p);
 }

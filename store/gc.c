@@ -34,14 +34,9 @@ struct gc {
 
 static int push(struct gc *g, const uint8_t *h)
 {
-	if (g->nstack == g->capstack) {
-		size_t nc = g->capstack ? g->capstack * 2 : 1024;
-		void *ns = realloc(g->stack, nc * FERRY_HASH_LEN);
-		if (!ns)
-			return ferry_err(FERR_NOMEM, "collecting garbage");
-		g->stack = ns;
-		g->capstack = nc;
-	}
+	int r = VEC_GROW(g->stack, g->capstack, g->nstack, 1024, "collecting garbage");
+	if (r < 0)
+		return r;
 	memcpy(g->stack[g->nstack++], h, FERRY_HASH_LEN);
 	return 0;
 }
@@ -306,14 +301,19 @@ out:
 	return 0;
 }
 
-/* Unlinks an uncommitted output pack on an error path, keeping the error
- * detail of the failure being reported. */
+/* Unlinks an uncommitted output pack on an error path. One that cannot
+ * be removed is an orphan the next gc's sweep removes; the failure is
+ * named after the error being reported. */
 static void gc_unlink_quiet(struct store_pool *p, const char *name)
 {
 	struct ferry_errsave e;
+	char what[64];
 	ferry_err_save(&e);
-	if (pack_unlink(p, name, 1) < 0) { /* an orphan for the next sweep */ }
-	ferry_err_restore(&e);
+	snprintf(what, sizeof what, "removing the unfinished pack '%s'", name);
+	if (pack_unlink(p, name, 1) < 0)
+		ferry_err_restore_also(&e, what);
+	else
+		ferry_err_restore(&e);
 }
 
 struct packrow {
@@ -322,15 +322,21 @@ struct packrow {
 	uint64_t live;
 };
 
-static int sweep_packs(struct gc *g)
+/* The pack a rewrite copies live blocks into. */
+struct gcout {
+	int fd;             /* -1: none open */
+	char name[32];
+	uint64_t size;      /* bytes written */
+	uint64_t committed; /* bytes the catalogue knows; 0: not in the catalogue */
+};
+
+/* Every pack with its live bytes (block headers included), by id. */
+static int list_packs(struct store_pool *p, struct packrow **out, size_t *nout)
 {
-	struct store_pool *p = g->p;
 	sqlite3_stmt *st = NULL;
 	struct packrow *v = NULL;
 	size_t n = 0, cap = 0;
-	int r, s, out_fd = -1;
-	char out_name[32];
-	uint64_t out_size = 0, out_committed = 0; /* 0: the output pack is not in the catalogue */
+	int r, s;
 	if ((r = cat_prepare(p, "SELECT k.id, k.name, coalesce((SELECT sum(b.psize + ?) FROM blocks b"
 			       " WHERE b.pack_id = k.id), 0) FROM packs k ORDER BY k.id", &st)) < 0)
 		return r;
@@ -343,142 +349,186 @@ static int sweep_packs(struct gc *g)
 		v[n].live = (uint64_t)sqlite3_column_int64(st, 2);
 		n++;
 	}
-	if (s != SQLITE_DONE) {
+	if (s != SQLITE_DONE)
 		r = cat_err(p, "listing packs");
-		goto out;
-	}
+out:
 	sqlite3_finalize(st);
-	st = NULL;
+	if (r < 0) {
+		free(v);
+		return r;
+	}
+	*out = v;
+	*nout = n;
+	return 0;
+}
+
+/* A pack without a live block: its row goes, then the file. */
+static int delete_dead(struct gc *g, const struct packrow *k)
+{
+	struct store_pool *p = g->p;
+	int r;
+	if ((r = store_tx_begin(p)) < 0)
+		return r;
+	if ((r = cat_exec_i64(p, "DELETE FROM packs WHERE id = ?", k->id)) < 0) {
+		store_tx_rollback(p);
+		return r;
+	}
+	if ((r = store_tx_commit(p)) < 0 || (r = pack_unlink(p, k->name, 1)) < 0)
+		return r;
+	g->st->packs_deleted++;
+	return 0;
+}
+
+/* Inside the rewrite's transaction: the output pack's row (made or
+ * grown), the moved blocks pointed at it, the old pack's row gone. */
+static int repoint_blocks(struct store_pool *p, const struct gcout *o, const struct packrow *k,
+			  const struct live *lv, size_t nlv)
+{
+	sqlite3_stmt *up = NULL;
+	int64_t new_id = 0;
+	int r;
+	if ((r = cat_prepare(p, "INSERT OR REPLACE INTO packs(id, name, size) VALUES((SELECT id"
+			       " FROM packs WHERE name = ?1), ?1, ?2)", &up)) < 0)
+		return r;
+	sqlite3_bind_text(up, 1, o->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(up, 2, (int64_t)o->size);
+	if (sqlite3_step(up) != SQLITE_DONE)
+		r = cat_err(p, "recording a pack");
+	sqlite3_finalize(up);
+	up = NULL;
+	if (r < 0 || (r = cat_prepare(p, "SELECT id FROM packs WHERE name = ?", &up)) < 0)
+		return r;
+	sqlite3_bind_text(up, 1, o->name, -1, SQLITE_STATIC);
+	if (sqlite3_step(up) == SQLITE_ROW)
+		new_id = sqlite3_column_int64(up, 0);
+	else
+		r = cat_err(p, "recording a pack");
+	sqlite3_finalize(up);
+	up = NULL;
+	if (r < 0 || (r = cat_prepare(p, "UPDATE blocks SET pack_id = ?, offset = ? WHERE id = ?",
+				      &up)) < 0)
+		return r;
+	for (size_t i = 0; i < nlv && r == 0; i++) {
+		sqlite3_reset(up);
+		sqlite3_bind_int64(up, 1, new_id);
+		sqlite3_bind_int64(up, 2, lv[i].newoff);
+		sqlite3_bind_int64(up, 3, lv[i].id);
+		if (sqlite3_step(up) != SQLITE_DONE)
+			r = cat_err(p, "moving a block");
+	}
+	sqlite3_finalize(up);
+	if (r < 0)
+		return r;
+	return cat_exec_i64(p, "DELETE FROM packs WHERE id = ?", k->id);
+}
+
+/* The copy and the commit of rewrite_pack. */
+static int move_live(struct gc *g, struct gcout *o, const struct packrow *k)
+{
+	struct store_pool *p = g->p;
+	char dir[PATH_MAX], what[64];
+	struct live *lv = NULL;
+	size_t nlv = 0;
+	int r;
+	if (o->fd < 0 || o->size >= PACK_TARGET_SIZE) {
+		if (o->fd >= 0)
+			close(o->fd);
+		o->fd = -1;
+		if ((r = pack_create(p, &o->fd, o->name)) < 0)
+			return r;
+		o->size = PACK_HDR_LEN;
+		o->committed = 0;
+	}
+	if ((r = copy_live(g, k->id, k->name, o->fd, &o->size, &lv, &nlv)) < 0)
+		return r;
+	snprintf(dir, sizeof dir, "%s/%s", p->path, PACK_DIR);
+	snprintf(what, sizeof what, "pack '%s'", o->name);
+	if ((r = io_fsync(o->fd, what)) < 0 || (r = io_fsync_dir(dir)) < 0 ||
+	    (r = store_tx_begin(p)) < 0) {
+		free(lv);
+		return r;
+	}
+	r = repoint_blocks(p, o, k, lv, nlv);
+	free(lv);
+	if (r < 0) {
+		store_tx_rollback(p);
+		return r;
+	}
+	if ((r = store_tx_commit(p)) < 0)
+		return r;
+	o->committed = o->size;
+	return 0;
+}
+
+/* Rewrites pack k when at least half of it (and 1 MiB) is garbage: its
+ * live blocks are copied into the output pack and made durable, the
+ * catalogue points at them in one transaction, then k's file goes.
+ * Returns 0, 1 when the disk has no room for the copy (a rewrite only
+ * moves blocks to free the rest of a pack: the packs then stay as they
+ * are, and gc goes on without rewriting), or a negative error. */
+static int rewrite_pack(struct gc *g, struct gcout *o, const struct packrow *k)
+{
+	char path[PATH_MAX];
+	struct stat sb;
+	int r;
+	pack_path(g->p, k->name, path, sizeof path);
+	uint64_t size = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+	if (size < PACK_HDR_LEN + k->live || size - PACK_HDR_LEN - k->live < ((uint64_t)1 << 20) ||
+	    k->live * 2 > size)
+		return 0;
+	if ((r = move_live(g, o, k)) == -FERR_NOSPC) {
+		ferry_err_clear();
+		return 1;
+	}
+	if (r < 0 || (r = pack_unlink(g->p, k->name, 1)) < 0)
+		return r;
+	g->st->packs_rewritten++;
+	return 0;
+}
+
+/* A rewrite that did not commit gives its bytes back: a new output pack
+ * goes, one already in the catalogue is cut back to what was committed
+ * (bytes past that are nobody's; when they cannot be cut, readers still
+ * go by the index, never past it, and the next rewrite drops them). */
+static void gcout_close(struct store_pool *p, struct gcout *o)
+{
+	struct stat ob;
+	if (o->fd < 0)
+		return;
+	if (!o->committed) {
+		gc_unlink_quiet(p, o->name);
+	} else if (fstat(o->fd, &ob) == 0 && (uint64_t)ob.st_size > o->committed) {
+		struct ferry_errsave e;
+		ferry_err_save(&e);
+		if (io_ftruncate(o->fd, (off_t)o->committed, "a pack") < 0 ||
+		    io_fsync(o->fd, "a pack") < 0)
+			ferry_err_restore_also(&e, "cutting the rewritten pack back");
+		else
+			ferry_err_restore(&e);
+	}
+	close(o->fd);
+	o->fd = -1;
+}
+
+static int sweep_packs(struct gc *g)
+{
+	struct packrow *v = NULL;
+	struct gcout o = {.fd = -1};
+	size_t n = 0;
+	int r;
+	if ((r = list_packs(g->p, &v, &n)) < 0)
+		return r;
 	/* Dead packs first: deleting them frees space without writing any,
 	 * so on a full disk the rewrites below may then find room. */
-	for (int pass = 0; pass < 2; pass++)
-	for (size_t i = 0; i < n; i++) {
-		char path[PATH_MAX];
-		struct stat sb;
-		pack_path(p, v[i].name, path, sizeof path);
-		uint64_t size = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
-		if (v[i].live == 0) {
-			if (pass)
-				continue;
-			if ((r = store_tx_begin(p)) < 0)
-				goto out;
-			if ((r = cat_exec_i64(p, "DELETE FROM packs WHERE id = ?", v[i].id)) < 0) {
-				store_tx_rollback(p);
-				goto out;
-			}
-			if ((r = store_tx_commit(p)) < 0 || (r = pack_unlink(p, v[i].name, 1)) < 0)
-				goto out;
-			g->st->packs_deleted++;
-			continue;
-		}
-		if (!pass)
-			continue;
-		/* Rewrite when at least half the pack (and 1 MiB) is garbage. */
-		if (size < PACK_HDR_LEN + v[i].live || size - PACK_HDR_LEN - v[i].live < ((uint64_t)1 << 20) ||
-		    v[i].live * 2 > size)
-			continue;
-		if (out_fd < 0 || out_size >= PACK_TARGET_SIZE) {
-			if (out_fd >= 0)
-				close(out_fd);
-			out_fd = -1;
-			if ((r = pack_create(p, &out_fd, out_name)) < 0)
-				goto nospace;
-			out_size = PACK_HDR_LEN;
-			out_committed = 0;
-		}
-		struct live *lv = NULL;
-		size_t nlv = 0;
-		if ((r = copy_live(g, v[i].id, v[i].name, out_fd, &out_size, &lv, &nlv)) < 0)
-			goto nospace;
-		char dir[PATH_MAX], what[64];
-		snprintf(dir, sizeof dir, "%s/%s", p->path, PACK_DIR);
-		snprintf(what, sizeof what, "pack '%s'", out_name);
-		if ((r = io_fsync(out_fd, what)) < 0 || (r = io_fsync_dir(dir)) < 0 ||
-		    (r = store_tx_begin(p)) < 0) {
-			free(lv);
-			goto nospace;
-		}
-		sqlite3_stmt *up = NULL;
-		int64_t new_id = 0;
-		if ((r = cat_prepare(p, "INSERT OR REPLACE INTO packs(id, name, size) VALUES((SELECT id"
-				       " FROM packs WHERE name = ?1), ?1, ?2)", &up)) < 0)
-			goto fail_tx;
-		sqlite3_bind_text(up, 1, out_name, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(up, 2, (int64_t)out_size);
-		if (sqlite3_step(up) != SQLITE_DONE) {
-			r = cat_err(p, "recording a pack");
-			goto fail_tx;
-		}
-		sqlite3_finalize(up);
-		up = NULL;
-		if ((r = cat_prepare(p, "SELECT id FROM packs WHERE name = ?", &up)) < 0)
-			goto fail_tx;
-		sqlite3_bind_text(up, 1, out_name, -1, SQLITE_STATIC);
-		if (sqlite3_step(up) == SQLITE_ROW)
-			new_id = sqlite3_column_int64(up, 0);
-		sqlite3_finalize(up);
-		up = NULL;
-		if ((r = cat_prepare(p, "UPDATE blocks SET pack_id = ?, offset = ? WHERE id = ?", &up)) < 0)
-			goto fail_tx;
-		for (size_t k = 0; k < nlv; k++) {
-			sqlite3_reset(up);
-			sqlite3_bind_int64(up, 1, new_id);
-			sqlite3_bind_int64(up, 2, lv[k].newoff);
-			sqlite3_bind_int64(up, 3, lv[k].id);
-			if (sqlite3_step(up) != SQLITE_DONE) {
-				r = cat_err(p, "moving a block");
-				goto fail_tx;
-			}
-		}
-		sqlite3_finalize(up);
-		up = NULL;
-		if ((r = cat_exec_i64(p, "DELETE FROM packs WHERE id = ?", v[i].id)) < 0)
-			goto fail_tx;
-		free(lv);
-		if ((r = store_tx_commit(p)) < 0)
-			goto nospace;
-		out_committed = out_size;
-		if ((r = pack_unlink(p, v[i].name, 1)) < 0)
-			goto out;
-		g->st->packs_rewritten++;
-		continue;
-fail_tx:
-		sqlite3_finalize(up);
-		free(lv);
-		store_tx_rollback(p);
-		goto nospace;
-	}
-	goto out;
-nospace:
-	/* A rewrite only moves blocks to free the rest of a pack; when the
-	 * disk has no room for the copy, the packs stay as they are and gc
-	 * goes on (the output pack is given back below). */
-	if (r == -FERR_NOSPC) {
-		ferry_err_clear();
-		r = 0;
-	}
-out:
-	/* A rewrite that did not commit gives its bytes back: a new output
-	 * pack goes, one already in the catalogue is cut back to what was
-	 * committed (bytes past that are nobody's). */
-	if (out_fd >= 0) {
-		struct stat ob;
-		if (!out_committed) {
-			gc_unlink_quiet(p, out_name);
-		} else if (fstat(out_fd, &ob) == 0 && (uint64_t)ob.st_size > out_committed) {
-			struct ferry_errsave e;
-			ferry_err_save(&e);
-			if (io_ftruncate(out_fd, (off_t)out_committed, "a pack") < 0 ||
-			    io_fsync(out_fd, "a pack") < 0) {
-				/* left as it is: readers go by the index, never past it */
-			}
-			ferry_err_restore(&e);
-		}
-		close(out_fd);
-	}
-	sqlite3_finalize(st);
+	for (size_t i = 0; i < n && r == 0; i++)
+		if (v[i].live == 0)
+			r = delete_dead(g, &v[i]);
+	for (size_t i = 0; i < n && r == 0; i++)
+		if (v[i].live != 0)
+			r = rewrite_pack(g, &o, &v[i]);
+	gcout_close(g->p, &o); /* the output pack of a rewrite that failed goes */
 	free(v);
-	return r;
+	return r < 0 ? r : 0;
 }
 
 /* Gives the freed catalogue pages back to the filesystem. VACUUM writes
@@ -540,7 +590,7 @@ int store_gc(struct store_pool *p, struct store_gc_stats *st)
 	if ((r = cat_exec(p, "DELETE FROM temp.gc_live")) < 0 || (r = compact(p)) < 0)
 		goto out;
 	/* what gc freed makes room for the reserve again */
-	r = reserve_ensure(p, RESERVE_BEST);
+	reserve_grow(p, RESERVE_BEST);
 out:
 	sqlite3_finalize(g.st_node);
 	sqlite3_finalize(g.st_mark);

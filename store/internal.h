@@ -26,6 +26,7 @@ struct store_pool {
 	int flags;
 	int tx_depth; /* nested store_tx_begin calls share one transaction */
 	int tx_failed;
+	int tx_lost;   /* SQLite rolled the open transaction back by itself (catalog.c) */
 	int read_tx;  /* store_read_begin's transaction is open */
 	/* Packs a writer recorded inside a transaction that is still open
 	 * (a nested commit, e.g. recv -F of a package): if the outermost
@@ -52,7 +53,7 @@ void catvfs_site_put(struct cat_site *s);
  * catalogue's writes do not draw on the reserve. */
 void catvfs_writers(struct cat_site *s, int delta);
 
-/* The reserve (space.c; see there). reserve_ensure grows POOL/reserve to
+/* The reserve (reserve.c; see there). reserve_ensure grows POOL/reserve to
  * its size; when it cannot, RESERVE_STRICT gives -FERR_NOSPC saying why,
  * the others 0. RESERVE_REGROW only grows a reserve that exists (a
  * read-only command's close creates no file).
@@ -60,6 +61,9 @@ void catvfs_writers(struct cat_site *s, int delta);
  * returns how many. */
 enum { RESERVE_BEST, RESERVE_STRICT, RESERVE_REGROW };
 int reserve_ensure(struct store_pool *p, int mode) FERRY_WUR;
+/* reserve_ensure in a mode that never fails (RESERVE_BEST, RESERVE_REGROW),
+ * keeping the thread's error detail. */
+void reserve_grow(struct store_pool *p, int mode);
 uint64_t reserve_take(const char *dir, uint64_t want);
 
 /* Turns the last SQLite error on p into -FERR_CATALOG (or BUSY, NOSPC,
@@ -71,6 +75,8 @@ int cat_exec(struct store_pool *p, const char *sql) FERRY_WUR;
 /* The same, with what failed said in ferry's words. */
 int cat_exec_what(struct store_pool *p, const char *sql, const char *what) FERRY_WUR;
 int cat_prepare(struct store_pool *p, const char *sql, sqlite3_stmt **st) FERRY_WUR;
+/* Runs one statement with a single integer parameter (?1). */
+int cat_exec_i64(struct store_pool *p, const char *sql, int64_t v) FERRY_WUR;
 /* Creates the schema in a new catalogue. */
 int cat_schema_create(struct store_pool *p) FERRY_WUR;
 int cat_meta_get(struct store_pool *p, const char *key, char *buf, size_t n) FERRY_WUR;
@@ -80,10 +86,13 @@ int cat_next_txg(struct store_pool *p, uint64_t *txg) FERRY_WUR;
 /* Opens (and with create, creates) the SQLite catalogue of the pool at path. */
 int cat_open(struct store_pool *p, int create) FERRY_WUR;
 
-/* Dataset name inside the pool ("" for the root) from a full name. */
+/* Dataset rows (dataset.c). ds_relname: the name inside the pool ("" for
+ * the root) of a full name, NULL when it is not in p. ds_child_ids: the ids
+ * of the child datasets of id, by name, in a malloc'd array. */
 const char *ds_relname(const struct store_pool *p, const char *full);
 int ds_load_by_id(struct store_pool *p, int64_t id, struct store_ds *out) FERRY_WUR;
 void ds_fullname(const struct store_pool *p, const char *rel, char *out, size_t n);
+int ds_child_ids(struct store_pool *p, int64_t id, int64_t **out, size_t *n) FERRY_WUR;
 
 /* Activity records (activity.c): act_begin makes the handle's record when
  * it starts something another command may wait for (a writer, a reader,
@@ -103,11 +112,42 @@ int registry_get(const char *name, char *path, size_t n) FERRY_WUR;
 int registry_put(const char *name, const char *path) FERRY_WUR;
 int registry_del(const char *name) FERRY_WUR;
 
-/* Removes what a dataset owns (snapshots, block references) before its
- * catalogue row is deleted; inside the caller's transaction (space.c). */
-int ds_destroy_contents(struct store_pool *p, const struct store_ds *ds) FERRY_WUR;
-/* Deletes the bookmarks of ds (bookmark.c), inside the caller's transaction. */
-int bm_destroy_ds(struct store_pool *p, const struct store_ds *ds) FERRY_WUR;
+/* ---- properties: the rules (proprules.c), the values (prop.c) ---------- */
+enum prop_kind { PK_CODEC, PK_RECSIZE, PK_VOLSIZE, PK_VOLBLOCK, PK_PATH, PK_RO };
+enum prop_settable { SET_NO, SET_YES, SET_CREATE };
+/* One native property: its kind of value, the dataset types it applies to
+ * (1 << STORE_DS_*), when it may be set, whether it is inherited, whether
+ * `get all` shows it, and its default (NULL: none). */
+struct prop_def {
+	const char *name;
+	enum prop_kind kind;
+	int types;
+	int settable;
+	int inherit;
+	int in_all;
+	const char *def;
+};
+/* The native property called name or one of its aliases (recsize, ...);
+ * NULL when there is none. */
+const struct prop_def *prop_find(const char *name);
+/* The i-th native property in `get all` order; NULL past the last. */
+const struct prop_def *prop_at(size_t i);
+/* Whether name is a valid user property name (ns:name). */
+int prop_user_name(const char *name);
+/* The properties a dataset of type is created with: each valid at
+ * creation, and a volume's volsize, a multiple of its volblocksize. */
+int prop_check_create(int type, const struct store_propset *props, size_t n) FERRY_WUR;
+/* -FERR_PROP when a dataset of type (a snapshot, a bookmark) has no
+ * properties of its own to change. */
+int prop_check_changeable(int type) FERRY_WUR;
+/* Whether name may be inherited (zfs inherit); *canon is then its name
+ * without an alias, borrowed from the rules or name. */
+int prop_check_inherit(const char *name, const char **canon) FERRY_WUR;
+
+/* Holds (hold.c): -FERR_BUSY naming the first held snapshot of list, or of
+ * ds and its descendants; else 0. */
+int hold_check_destroy(struct store_pool *p, const struct store_snap *list, size_t n) FERRY_WUR;
+int hold_check_tree(struct store_pool *p, const struct store_ds *ds) FERRY_WUR;
 
 /* store_prop_set that also accepts create-only properties (create_time). */
 int prop_set(struct store_pool *p, const struct store_ds *ds,
@@ -162,14 +202,31 @@ void pack_tx_end(struct store_pool *p, int committed);
 int writer_persist(struct store_writer *w) FERRY_WUR;
 void writer_forget(struct store_writer *w);
 
-/* Space figures of one snapshot id, from its block references. */
-/* Runs one statement with a single integer parameter. */
-int cat_exec_i64(struct store_pool *p, const char *sql, int64_t v) FERRY_WUR;
 /* -FERR_NOSPC with the one line a full disk gives, whatever failed:
- * "pool 'bk': no space left on device (84K free)" (space.c). */
+ * "pool 'bk': no space left on device (84K free)" (reserve.c). */
 int pool_nospace(struct store_pool *p);
 /* Fills the snapshot count and per-codec block figures of a pool (space.c). */
 int space_pool_stats(struct store_pool *p, struct store_pool_stats *s) FERRY_WUR;
+/* Space figures of one snapshot id, from its block references (pack.c). */
 int snap_figures(struct store_pool *p, int64_t snap_id, uint64_t *pbytes, uint64_t *lbytes) FERRY_WUR;
+
+/* ---- a bounded reader over node bytes (node.c, blocklist.c) -------------
+ * nrd_need before every read: "node is truncated" when fewer than n bytes
+ * are left; the nrd_u* then read little-endian fields without checking. */
+struct node_rd {
+	const uint8_t *p;
+	size_t len, pos;
+};
+
+static inline int nrd_need(struct node_rd *r, size_t n)
+{
+	if (r->len - r->pos < n)
+		return ferry_err(FERR_CORRUPT, "node is truncated");
+	return 0;
+}
+static inline uint8_t nrd_u8(struct node_rd *r) { return r->p[r->pos++]; }
+static inline uint16_t nrd_u16(struct node_rd *r) { uint16_t v = get_le16(r->p + r->pos); r->pos += 2; return v; }
+static inline uint32_t nrd_u32(struct node_rd *r) { uint32_t v = get_le32(r->p + r->pos); r->pos += 4; return v; }
+static inline uint64_t nrd_u64(struct node_rd *r) { uint64_t v = get_le64(r->p + r->pos); r->pos += 8; return v; }
 
 #endif

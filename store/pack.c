@@ -265,6 +265,7 @@ struct store_writer {
 	uint8_t *buf;
 	size_t buflen;
 	int in_batch;
+	int lost;            /* -FERR_*: the pending rows were lost (see batch_lost) */
 	unsigned batch_ops;
 	int last;            /* store_writer_last: the next commit is the last one */
 	int counted;         /* in catvfs_writers */
@@ -598,13 +599,45 @@ fail:
 	return r;
 }
 
+/* The writer's pending rows (and every TEMP row written in the same batch,
+ * such as recv's object sets) are lost when SQLite rolls the batch back by
+ * itself, which it may do after a failed statement (no memory, disk full,
+ * an I/O error), or when its COMMIT fails. A writer that lost them would
+ * commit a snapshot missing block references (gc would then free live
+ * blocks) or save a partial receive that does not resume: from then on
+ * every call fails with the error, sticky. */
+static int batch_lost(struct store_writer *w)
+{
+	if (!w->lost && w->in_batch && sqlite3_get_autocommit(w->p->db)) {
+		w->in_batch = 0;
+		w->batch_ops = 0;
+		w->lost = -FERR_CATALOG;
+	}
+	if (w->lost)
+		return ferry_err(-w->lost, "pool '%s': the rows of the snapshot being written were "
+				 "lost when the catalogue rolled back a failed statement", w->p->name);
+	return 0;
+}
+
 static void batch_end(struct store_writer *w, int commit)
 {
 	if (!w->in_batch)
 		return;
-	if (cat_exec(w->p, commit ? "COMMIT" : "ROLLBACK") < 0) { /* temp only; nothing to lose */ }
+	if (batch_lost(w) < 0)
+		return;
+	if (cat_exec(w->p, commit ? "COMMIT" : "ROLLBACK") < 0) {
+		/* a ROLLBACK's failure loses nothing it was not dropping */
+		ferry_err_clear();
+		if (commit && !w->lost)
+			w->lost = -FERR_CATALOG;
+	}
 	w->in_batch = 0;
 	w->batch_ops = 0;
+}
+
+int store_writer_intact(struct store_writer *w)
+{
+	return batch_lost(w);
 }
 
 /* Groups TEMP-table inserts into transactions of BATCH_OPS statements; a
@@ -612,6 +645,8 @@ static void batch_end(struct store_writer *w, int commit)
 static int batch_op(struct store_writer *w)
 {
 	int r;
+	if ((r = batch_lost(w)) < 0)
+		return r;
 	if (w->in_batch && ++w->batch_ops >= BATCH_OPS)
 		batch_end(w, 1);
 	if (!w->in_batch && w->p->tx_depth == 0) {
@@ -1011,6 +1046,8 @@ int writer_persist(struct store_writer *w)
 	if ((r = sync_packs(w)) < 0)
 		return writer_err(w, r);
 	batch_end(w, 1);
+	if ((r = batch_lost(w)) < 0)
+		return r;
 	if ((r = store_tx_begin(p)) < 0)
 		return r;
 	if ((r = writer_record_packs(w)) < 0) {
@@ -1048,14 +1085,21 @@ int store_writer_commit_snapshot(struct store_writer *w, const struct store_ds *
 	if ((r = sync_packs(w)) < 0)
 		return writer_err(w, r);
 	batch_end(w, 1);
+	if ((r = batch_lost(w)) < 0)
+		return r;
 	if ((r = store_tx_begin(p)) < 0)
 		return r;
 	if ((r = cat_prepare(p, "SELECT 1 FROM snapshots WHERE ds_id = ? AND name = ?", &st)) < 0)
 		goto fail;
 	sqlite3_bind_int64(st, 1, ds->id);
 	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) == SQLITE_ROW) {
+	int step = sqlite3_step(st);
+	if (step == SQLITE_ROW) {
 		r = ferry_err(FERR_EXISTS, "snapshot '%s' already exists", full);
+		goto fail;
+	}
+	if (step != SQLITE_DONE) {
+		r = cat_err(p, "looking up the snapshot");
 		goto fail;
 	}
 	sqlite3_finalize(st);

@@ -106,14 +106,10 @@ static void pool_free(struct store_pool *p)
 	if (p->site) {
 		/* the reserve may have been drawn on (by this command, or by a
 		 * read-only one before it, which cannot give it back): take it
-		 * back if the space is there now, keeping the error being
-		 * reported. After the close: SQLite's -wal and -shm are gone. */
-		struct ferry_errsave e;
-		ferry_err_save(&e);
-		if (reserve_ensure(p, (p->flags & STORE_OPEN_RDONLY) ? RESERVE_REGROW : RESERVE_BEST) < 0) {
-			/* not strict: never fails */
-		}
-		ferry_err_restore(&e);
+		 * back if the space is there now (reserve_grow keeps the error
+		 * being reported). After the close: SQLite's -wal and -shm are
+		 * gone. */
+		reserve_grow(p, (p->flags & STORE_OPEN_RDONLY) ? RESERVE_REGROW : RESERVE_BEST);
 	}
 	catvfs_site_put(p->site);
 	free(p->tx_packs);
@@ -168,26 +164,26 @@ out:
 	return r;
 }
 
-int store_pool_create(const char *name, const char *path,
-		      const struct store_propset *props, size_t nprops)
+/* After a failed create that had removed the empty directory it was given
+ * (to rename the new pool onto it): puts it back with its mode. A failure
+ * is named after the error being reported. */
+static void restore_empty_dir(const char *abs, mode_t mode)
 {
-	char abs[PATH_MAX], tmp[PATH_MAX + 64], canon[STORE_USERPROP_VALUE_MAX + 1];
-	char parent[PATH_MAX], buf[64];
-	struct store_pool *p = NULL;
-	int r, created_dir = 0, existed = 0;
-	struct stat st;
+	struct ferry_errsave e;
+	ferry_err_save(&e);
+	if (io_mkdir(abs, mode) < 0)
+		ferry_err_restore_also(&e, "putting back the empty directory");
+	else
+		ferry_err_restore(&e);
+}
 
-	if ((r = store_name_check(name, STORE_NAME_POOL)) < 0)
-		return r;
-	for (size_t i = 0; i < nprops; i++)
-		if ((r = store_prop_validate(props[i].name, props[i].value, STORE_DS_FILESYSTEM, 1,
-					     canon, sizeof canon)) < 0)
-			return r;
-	if ((r = abs_path(path, abs, sizeof abs)) < 0)
-		return r;
-	if (registry_get(name, tmp, sizeof tmp) == 0)
-		return ferry_err(FERR_EXISTS, "pool '%s' already exists (at '%s')", name, tmp);
-	ferry_err_clear();
+/* Where a new pool goes: abs must be missing or an empty directory
+ * (*existed, with its *mode), in a parent directory that exists (into
+ * parent). */
+static int pool_check_place(const char *abs, int *existed, mode_t *mode, char *parent, size_t n)
+{
+	struct stat st;
+	int r;
 	if (stat(abs, &st) == 0) {
 		int empty = 0;
 		if (!S_ISDIR(st.st_mode))
@@ -196,11 +192,12 @@ int store_pool_create(const char *name, const char *path,
 			return r;
 		if (!empty)
 			return ferry_err(FERR_NOTEMPTY, "'%s' is not empty", abs);
-		existed = 1;
+		*existed = 1;
+		*mode = st.st_mode & 07777;
 	} else if (errno != ENOENT) {
 		return ferry_err_errno(errno, "cannot use '%s'", abs);
 	}
-	snprintf(parent, sizeof parent, "%s", abs);
+	snprintf(parent, n, "%s", abs);
 	char *slash = strrchr(parent, '/');
 	if (slash == parent)
 		parent[1] = 0;
@@ -209,41 +206,77 @@ int store_pool_create(const char *name, const char *path,
 	if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode))
 		return ferry_err(FERR_NOENT, "cannot create pool at '%s': parent directory missing",
 				 abs);
+	return 0;
+}
+
+/* The catalogue of the new pool p: schema, metadata, then the root
+ * dataset, created like any other, with the -o properties. */
+static int pool_build_catalog(struct store_pool *p, const char *name,
+			      const struct store_propset *props, size_t nprops)
+{
+	char buf[64];
+	int r;
+	if ((r = cat_open(p, 1)) < 0 || (r = store_tx_begin(p)) < 0)
+		return r;
+	snprintf(buf, sizeof buf, "%d", STORE_FORMAT_VERSION);
+	if ((r = cat_schema_create(p)) < 0 || (r = cat_meta_set(p, "format_version", buf)) < 0 ||
+	    (r = cat_meta_set(p, "name", name)) < 0)
+		goto fail;
+	snprintf(buf, sizeof buf, "%" PRIu64, ferry_random_guid());
+	if ((r = cat_meta_set(p, "guid", buf)) < 0 || (r = cat_meta_set(p, "txg", "0")) < 0)
+		goto fail;
+	if ((r = store_tx_commit(p)) < 0 ||
+	    (r = store_ds_create(p, name, STORE_DS_FILESYSTEM, 0, props, nprops)) < 0)
+		return r;
+	return cat_exec(p, "PRAGMA wal_checkpoint(TRUNCATE)");
+fail:
+	store_tx_rollback(p);
+	return r;
+}
+
+/* The whole new pool in directory tmp (made here): packs/, the catalogue
+ * (closed again), the reserve and the marker, in *pp for the caller to
+ * free. */
+static int pool_build(const char *name, const char *tmp, const struct store_propset *props,
+		      size_t nprops, struct store_pool **pp)
+{
+	char packs[PATH_MAX + 80];
+	int r;
+	snprintf(packs, sizeof packs, "%s/%s", tmp, PACK_DIR);
+	if ((r = io_mkdir(packs, STORE_DIR_MODE)) < 0 || (r = pool_alloc(name, tmp, 0, pp)) < 0 ||
+	    (r = pool_build_catalog(*pp, name, props, nprops)) < 0)
+		return r;
+	sqlite3_close_v2((*pp)->db);
+	(*pp)->db = NULL;
+	act_drop(*pp); /* its path is about to change */
+	if ((r = reserve_ensure(*pp, RESERVE_STRICT)) < 0)
+		return r;
+	return write_marker(tmp);
+}
+
+int store_pool_create(const char *name, const char *path,
+		      const struct store_propset *props, size_t nprops)
+{
+	char abs[PATH_MAX], tmp[PATH_MAX + 64], parent[PATH_MAX];
+	struct store_pool *p = NULL;
+	int r, created_dir = 0, existed = 0;
+	mode_t old_mode = 0755;
+
+	if ((r = store_name_check(name, STORE_NAME_POOL)) < 0 ||
+	    (r = prop_check_create(STORE_DS_FILESYSTEM, props, nprops)) < 0 ||
+	    (r = abs_path(path, abs, sizeof abs)) < 0)
+		return r;
+	if (registry_get(name, tmp, sizeof tmp) == 0)
+		return ferry_err(FERR_EXISTS, "pool '%s' already exists (at '%s')", name, tmp);
+	ferry_err_clear();
+	if ((r = pool_check_place(abs, &existed, &old_mode, parent, sizeof parent)) < 0)
+		return r;
 	/* Build in a sibling temp dir, then rename into place. */
 	snprintf(tmp, sizeof tmp, "%s.ferry-new.%d", abs, (int)getpid());
 	if ((r = io_mkdir(tmp, STORE_DIR_MODE)) < 0)
 		return r;
 	created_dir = 1;
-	char packs[PATH_MAX + 80];
-	snprintf(packs, sizeof packs, "%s/%s", tmp, PACK_DIR);
-	if ((r = io_mkdir(packs, STORE_DIR_MODE)) < 0)
-		goto out;
-	if ((r = pool_alloc(name, tmp, 0, &p)) < 0)
-		goto out;
-	if ((r = cat_open(p, 1)) < 0)
-		goto out;
-	if ((r = store_tx_begin(p)) < 0)
-		goto out;
-	if ((r = cat_schema_create(p)) < 0)
-		goto fail_tx;
-	snprintf(buf, sizeof buf, "%d", STORE_FORMAT_VERSION);
-	if ((r = cat_meta_set(p, "format_version", buf)) < 0 ||
-	    (r = cat_meta_set(p, "name", name)) < 0)
-		goto fail_tx;
-	snprintf(buf, sizeof buf, "%" PRIu64, ferry_random_guid());
-	if ((r = cat_meta_set(p, "guid", buf)) < 0 || (r = cat_meta_set(p, "txg", "0")) < 0)
-		goto fail_tx;
-	if ((r = store_tx_commit(p)) < 0)
-		goto out;
-	/* The root dataset is created like any other, with the -o properties. */
-	if ((r = store_ds_create(p, name, STORE_DS_FILESYSTEM, 0, props, nprops)) < 0)
-		goto out;
-	if ((r = cat_exec(p, "PRAGMA wal_checkpoint(TRUNCATE)")) < 0)
-		goto out;
-	sqlite3_close_v2(p->db);
-	p->db = NULL;
-	act_drop(p); /* its path is about to change */
-	if ((r = reserve_ensure(p, RESERVE_STRICT)) < 0 || (r = write_marker(tmp)) < 0)
+	if ((r = pool_build(name, tmp, props, nprops, &p)) < 0)
 		goto out;
 	if (existed && ((r = io_fault(IO_FAULT_UNLINK)) || rmdir(abs) != 0)) {
 		r = ferry_err_errno(r ? r : errno, "cannot replace '%s'", abs);
@@ -251,22 +284,16 @@ int store_pool_create(const char *name, const char *path,
 	}
 	if ((r = io_rename(tmp, abs)) < 0) {
 		r = ferry_err(r, "cannot create '%s': %s", abs, ferry_errmsg(r));
-		if (existed && mkdir(abs, 0755) != 0) { /* best effort to restore it */ }
+		if (existed)
+			restore_empty_dir(abs, old_mode);
 		goto out;
 	}
 	created_dir = 0;
-	if ((r = io_fsync_dir(parent)) < 0)
-		goto undo;
-	if ((r = registry_put(name, abs)) < 0)
-		goto undo;
-	pool_free(p);
-	return 0;
-fail_tx:
-	store_tx_rollback(p);
-	goto out;
-undo:
-	rm_tree(abs);
-	if (existed && mkdir(abs, 0755) != 0) { /* best effort */ }
+	if ((r = io_fsync_dir(parent)) < 0 || (r = registry_put(name, abs)) < 0) {
+		rm_tree(abs);
+		if (existed)
+			restore_empty_dir(abs, old_mode);
+	}
 out:
 	pool_free(p);
 	if (created_dir)

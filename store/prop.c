@@ -1,6 +1,7 @@
-/* store/prop.c — native and user properties with zfs semantics: a value is
- * local, received, inherited from the nearest ancestor that has one, or the
- * default; read-only figures have no source. */
+/* store/prop.c — the values of native and user properties with zfs
+ * semantics, under the rules of proprules.c: a value is local, received,
+ * inherited from the nearest ancestor that has one, or the default;
+ * read-only figures have no source. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,157 +10,6 @@
 #include <time.h>
 
 #include "internal.h"
-
-enum prop_kind { PK_CODEC, PK_RECSIZE, PK_VOLSIZE, PK_VOLBLOCK, PK_PATH, PK_RO };
-enum {
-	T_FS = 1 << STORE_DS_FILESYSTEM, T_VOL = 1 << STORE_DS_VOLUME, T_SNAP = 1 << STORE_DS_SNAPSHOT,
-	T_BM = 1 << STORE_DS_BOOKMARK,
-};
-enum { SET_NO, SET_YES, SET_CREATE };
-
-struct prop_def {
-	const char *name;
-	enum prop_kind kind;
-	int types;
-	int settable;
-	int inherit;
-	int in_all;
-	const char *def;
-};
-
-/* In `get all` order, as zfs lists them. */
-static const struct prop_def props_table[] = {
-	{"type", PK_RO, T_FS | T_VOL | T_SNAP | T_BM, SET_NO, 0, 1, NULL},
-	{"creation", PK_RO, T_FS | T_VOL | T_SNAP | T_BM, SET_NO, 0, 1, NULL},
-	{"used", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
-	{"available", PK_RO, T_FS | T_VOL, SET_NO, 0, 1, NULL},
-	{"referenced", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
-	{"compressratio", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
-	{"recordsize", PK_RECSIZE, T_FS, SET_YES, 1, 1, "131072"},
-	{"volsize", PK_VOLSIZE, T_VOL, SET_YES, 0, 1, NULL},
-	{"volblocksize", PK_VOLBLOCK, T_VOL, SET_CREATE, 0, 1, "16384"},
-	{"compression", PK_CODEC, T_FS | T_VOL, SET_YES, 1, 1, "on"},
-	{"source", PK_PATH, T_FS, SET_YES, 0, 1, "none"},
-	{"guid", PK_RO, T_FS | T_VOL | T_SNAP | T_BM, SET_NO, 0, 1, NULL},
-	{"createtxg", PK_RO, T_FS | T_VOL | T_SNAP | T_BM, SET_NO, 0, 1, NULL},
-	{"usedbysnapshots", PK_RO, T_FS | T_VOL, SET_NO, 0, 1, NULL},
-	{"refcompressratio", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
-	{"written", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
-	{"logicalused", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
-	{"logicalreferenced", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
-	{"name", PK_RO, T_FS | T_VOL | T_SNAP | T_BM, SET_NO, 0, 0, NULL},
-	{"receive_resume_token", PK_RO, T_FS | T_VOL, SET_NO, 0, 0, NULL}, /* recv -s, xfer.c */
-};
-#define NPROPS (sizeof props_table / sizeof props_table[0])
-
-static const struct prop_def *prop_find(const char *name)
-{
-	if (!strcmp(name, "avail"))
-		name = "available";
-	else if (!strcmp(name, "refer"))
-		name = "referenced";
-	else if (!strcmp(name, "ratio"))
-		name = "compressratio";
-	else if (!strcmp(name, "recsize"))
-		name = "recordsize";
-	else if (!strcmp(name, "compress"))
-		name = "compression";
-	else if (!strcmp(name, "volblock"))
-		name = "volblocksize";
-	for (size_t i = 0; i < NPROPS; i++)
-		if (!strcmp(props_table[i].name, name))
-			return &props_table[i];
-	return NULL;
-}
-
-/* zfs user property names: lowercase letters, digits, ':', '_', '-', '.',
- * at least one ':', not starting with '-'. */
-static int user_prop_name(const char *name)
-{
-	size_t n = strlen(name);
-	if (n == 0 || n > STORE_USERPROP_NAME_MAX || !strchr(name, ':') || name[0] == '-')
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		char c = name[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == ':' || c == '_' ||
-		      c == '-' || c == '.'))
-			return 0;
-	}
-	return 1;
-}
-
-int store_prop_known(const char *name)
-{
-	return prop_find(name) != NULL || user_prop_name(name);
-}
-
-static int pow2_between(uint64_t v, uint64_t lo, uint64_t hi)
-{
-	return v >= lo && v <= hi && (v & (v - 1)) == 0;
-}
-
-int store_prop_validate(const char *name, const char *value, int type, int create_time,
-			char *canon, size_t n)
-{
-	const struct prop_def *d = prop_find(name);
-	uint64_t v = 0;
-	if (!d) {
-		if (!user_prop_name(name))
-			return ferry_err(FERR_PROP, "invalid property '%s'", name);
-		size_t len = strlen(value);
-		if (len > STORE_USERPROP_VALUE_MAX)
-			return ferry_err(FERR_PROP, "property '%s' value is longer than %d bytes",
-					 name, STORE_USERPROP_VALUE_MAX);
-		snprintf(canon, n, "%s", value);
-		return 0;
-	}
-	if (d->settable == SET_NO)
-		return ferry_err(FERR_PROP, "property '%s' is read-only", d->name);
-	if (!(d->types & (1 << type)))
-		return ferry_err(FERR_PROP, "property '%s' does not apply to a %s", d->name,
-				 store_ds_type_name(type));
-	if (d->settable == SET_CREATE && !create_time)
-		return ferry_err(FERR_PROP, "property '%s' can be set only at creation", d->name);
-	switch (d->kind) {
-	case PK_CODEC: {
-		struct codec_spec c;
-		int r = codec_parse(value, &c);
-		if (r < 0)
-			return ferry_err(FERR_PROP, "'compression' must be one of 'on | off | lz4 | "
-				"gzip | gzip-[1-9] | zle', not '%s'", value);
-		/* zfs shows gzip-6 as "gzip" and keeps "on" as "on". */
-		snprintf(canon, n, "%s", !strcmp(value, "gzip-6") ? "gzip" : value);
-		return 0;
-	}
-	case PK_RECSIZE:
-		if (parse_size(value, &v) < 0 || !pow2_between(v, 512, 1 << 20))
-			return ferry_err(FERR_PROP, "'recordsize' must be a power of 2 from 512B "
-				"to 1M, not '%s'", value);
-		break;
-	case PK_VOLBLOCK:
-		if (parse_size(value, &v) < 0 || !pow2_between(v, 512, 128 << 10))
-			return ferry_err(FERR_PROP, "'volblocksize' must be a power of 2 from 512B "
-				"to 128K, not '%s'", value);
-		break;
-	case PK_VOLSIZE:
-		if (parse_size(value, &v) < 0 || v == 0 || v > (UINT64_C(1) << 62))
-			return ferry_err(FERR_PROP, "'volsize' must be a size greater than zero, "
-				"not '%s'", value);
-		break;
-	case PK_PATH:
-		if (strcmp(value, "none") && value[0] != '/')
-			return ferry_err(FERR_PROP, "'source' must be an absolute path or 'none', "
-				"not '%s'", value);
-		if (strlen(value) >= 4096)
-			return ferry_err(FERR_PROP, "'source' path is too long");
-		snprintf(canon, n, "%s", value);
-		return 0;
-	case PK_RO:
-		return ferry_err(FERR_PROP, "property '%s' is read-only", d->name);
-	}
-	snprintf(canon, n, "%" PRIu64, v);
-	return 0;
-}
 
 /* The stored value of name on dataset id with the given source. Returns 1
  * and fills buf when present, 0 when absent. */
@@ -259,6 +109,16 @@ static int readonly_value(struct store_pool *p, const struct store_ds *ds,
 		else if (r < 0)
 			return r;
 		snprintf(out->exact, sizeof out->exact, "%s", r == 0 ? pt.token : "-");
+	} else if (!strcmp(d->name, "userrefs")) {
+		uint64_t n = 0;
+		if ((r = store_hold_count(p, ds->id, &n)) < 0)
+			return r;
+		snprintf(out->exact, sizeof out->exact, "%" PRIu64, n);
+		out->numeric = 1;
+	} else if (!strcmp(d->name, "defer_destroy")) {
+		if ((r = store_snap_deferred(p, ds->id)) < 0)
+			return r;
+		snprintf(out->exact, sizeof out->exact, "%s", r ? "on" : "off");
 	} else if (!strcmp(d->name, "guid")) {
 		snprintf(out->exact, sizeof out->exact, "%" PRIu64, ds->guid);
 		out->numeric = 1;
@@ -306,7 +166,7 @@ int store_prop_get(struct store_pool *p, const struct store_ds *ds, const char *
 	int r;
 	memset(out, 0, sizeof *out);
 	if (!d) {
-		if (!user_prop_name(name))
+		if (!prop_user_name(name))
 			return ferry_err(FERR_PROP, "invalid property '%s'", name);
 		snprintf(out->name, sizeof out->name, "%s", name);
 		if (ds->type == STORE_DS_BOOKMARK) {
@@ -363,7 +223,7 @@ static int user_names(struct store_pool *p, const struct store_ds *ds, char ***n
 {
 	sqlite3_stmt *st = NULL;
 	char **v = NULL;
-	size_t cnt = 0;
+	size_t cnt = 0, cap = 0;
 	int r = cat_prepare(p,
 		"WITH RECURSIVE anc(id, parent_id) AS ("
 		"  SELECT id, parent_id FROM datasets WHERE id = ?"
@@ -375,14 +235,12 @@ static int user_names(struct store_pool *p, const struct store_ds *ds, char ***n
 	sqlite3_bind_int64(st, 1, ds->id);
 	int s;
 	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		char **nv = realloc(v, (cnt + 1) * sizeof *v);
-		if (!nv || !(nv[cnt] = strdup((const char *)sqlite3_column_text(st, 0)))) {
-			if (nv)
-				v = nv;
+		if ((r = VEC_GROW(v, cap, cnt, 16, "listing properties")) < 0)
+			goto out;
+		if (!(v[cnt] = strdup((const char *)sqlite3_column_text(st, 0)))) {
 			r = ferry_err(FERR_NOMEM, "listing properties");
 			goto out;
 		}
-		v = nv;
 		cnt++;
 	}
 	if (s != SQLITE_DONE) {
@@ -409,10 +267,11 @@ int store_prop_all(struct store_pool *p, const struct store_ds *ds, store_prop_f
 	int r = 0;
 	if (!v)
 		return ferry_err(FERR_NOMEM, "listing properties");
-	for (size_t i = 0; i < NPROPS; i++) {
-		if (!props_table[i].in_all || !(props_table[i].types & (1 << ds->type)))
+	const struct prop_def *d;
+	for (size_t i = 0; (d = prop_at(i)); i++) {
+		if (!d->in_all || !(d->types & (1 << ds->type)))
 			continue;
-		if ((r = store_prop_get(p, ds, props_table[i].name, v)) < 0 || (r = fn(v, arg)) != 0)
+		if ((r = store_prop_get(p, ds, d->name, v)) < 0 || (r = fn(v, arg)) != 0)
 			goto out;
 	}
 	struct store_ds owner = *ds;
@@ -463,9 +322,8 @@ int prop_set(struct store_pool *p, const struct store_ds *ds,
 	int r;
 	if (source != STORE_SRC_LOCAL && source != STORE_SRC_RECEIVED)
 		return ferry_err(FERR_INVAL, "property source must be local or received");
-	if (ds->type == STORE_DS_SNAPSHOT || ds->type == STORE_DS_BOOKMARK)
-		return ferry_err(FERR_PROP, "%s properties cannot be changed",
-				 store_ds_type_name(ds->type));
+	if ((r = prop_check_changeable(ds->type)) < 0)
+		return r;
 	/* Validate everything first: all or nothing. */
 	for (size_t i = 0; i < n; i++)
 		if ((r = store_prop_validate(props[i].name, props[i].value, ds->type,
@@ -510,20 +368,11 @@ static int inherit_cb(struct store_pool *p, const struct store_ds *ds, void *arg
 int store_prop_inherit(struct store_pool *p, const struct store_ds *ds, const char *name,
 		       int recursive, int revert_received)
 {
-	const struct prop_def *d = prop_find(name);
+	const char *canon;
 	int r;
-	if (!d && !user_prop_name(name))
-		return ferry_err(FERR_PROP, "invalid property '%s'", name);
-	if (d && d->settable == SET_NO)
-		return ferry_err(FERR_PROP, "property '%s' is read-only", d->name);
-	if (d && d->settable == SET_CREATE)
-		return ferry_err(FERR_PROP, "property '%s' can be set only at creation", d->name);
-	if (d && !strcmp(d->name, "volsize"))
-		return ferry_err(FERR_PROP, "property 'volsize' cannot be inherited");
-	if (ds->type == STORE_DS_SNAPSHOT || ds->type == STORE_DS_BOOKMARK)
-		return ferry_err(FERR_PROP, "%s properties cannot be changed",
-				 store_ds_type_name(ds->type));
-	const char *arg[2] = {d ? d->name : name, revert_received ? "" : NULL};
+	if ((r = prop_check_inherit(name, &canon)) < 0 || (r = prop_check_changeable(ds->type)) < 0)
+		return r;
+	const char *arg[2] = {canon, revert_received ? "" : NULL};
 	if ((r = store_tx_begin(p)) < 0)
 		return r;
 	r = recursive ? store_ds_walk(p, ds, -1, inherit_cb, arg) : inherit_cb(p, ds, arg);

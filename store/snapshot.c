@@ -351,19 +351,6 @@ int store_snap_reclaim(struct store_pool *p, const struct store_snap *list, size
 	return r;
 }
 
-int cat_exec_i64(struct store_pool *p, const char *sql, int64_t v)
-{
-	sqlite3_stmt *st = NULL;
-	int r = cat_prepare(p, sql, &st);
-	if (r < 0)
-		return r;
-	sqlite3_bind_int64(st, 1, v);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		r = cat_err(p, "updating the catalogue");
-	sqlite3_finalize(st);
-	return r;
-}
-
 /* Recomputes `written` of every snapshot of dataset ds_id against its
  * predecessor (after a destroy changed who precedes whom). */
 static int recompute_written(struct store_pool *p, int64_t ds_id)
@@ -412,6 +399,9 @@ int store_snap_destroy(struct store_pool *p, const struct store_snap *list, size
 	int r;
 	if ((r = store_tx_begin(p)) < 0)
 		return r;
+	/* zfs: a held snapshot is busy (checked under the write lock) */
+	if ((r = hold_check_destroy(p, list, n)) < 0)
+		goto fail;
 	for (size_t i = 0; i < n; i++) {
 		if ((r = cat_exec_i64(p, "DELETE FROM snap_blocks WHERE snap_id = ?", list[i].id)) < 0 ||
 		    (r = cat_exec_i64(p, "DELETE FROM snapshots WHERE id = ?", list[i].id)) < 0)

@@ -140,8 +140,9 @@ int store_ds_lookup(struct store_pool *p, const char *name, struct store_ds *out
  * on any error. */
 int store_ds_create(struct store_pool *p, const char *name, int type, int parents,
 		    const struct store_propset *props, size_t nprops) FERRY_WUR;
-/* Destroys dataset name; with children and !recursive → -FERR_BUSY. The
- * root dataset can't be destroyed (destroy the pool's files instead). */
+/* Destroys dataset name; with children and !recursive → -FERR_BUSY, and
+ * so is a held snapshot in the tree (hold.c). The root dataset can't be
+ * destroyed (destroy the pool's files instead). */
 int store_ds_destroy(struct store_pool *p, const char *name, int recursive) FERRY_WUR;
 /* The checks of store_ds_destroy without the destroying (destroy -n). */
 int store_ds_destroy_check(struct store_pool *p, const char *name, int recursive) FERRY_WUR;
@@ -486,6 +487,10 @@ void store_writer_pause(struct store_writer *w);
  * rows for the writer's end instead of clearing them (a walk of every TEMP
  * page), so the writer must only be freed after that commit. */
 void store_writer_last(struct store_writer *w);
+/* 0 while the writer's pending rows are whole; else the (sticky) error of
+ * a batch the catalogue rolled back by itself after a failed statement:
+ * nothing pending may then be committed or saved as a partial receive. */
+int store_writer_intact(struct store_writer *w) FERRY_WUR;
 /* Physical bytes and blocks written to packs so far by this writer. */
 void store_writer_counters(const struct store_writer *w, uint64_t *blocks, uint64_t *bytes);
 
@@ -587,12 +592,53 @@ int store_snap_select(struct store_pool *p, const char *spec, int recursive,
 int store_snap_reclaim(struct store_pool *p, const struct store_snap *list, size_t n,
 		       uint64_t *bytes) FERRY_WUR;
 /* Destroys the snapshots, all or nothing. Their blocks become garbage for
- * store_gc once nothing else references them. */
+ * store_gc once nothing else references them. A held snapshot is
+ * -FERR_BUSY (hold.c). */
 int store_snap_destroy(struct store_pool *p, const struct store_snap *list, size_t n) FERRY_WUR;
 /* Makes snap the newest snapshot of its dataset: later snapshots, and
  * bookmarks of later snapshots, are destroyed (in one transaction) when
  * recursive, else -FERR_EXISTS naming the first of them. */
 int store_snap_rollback(struct store_pool *p, const struct store_snap *s, int recursive) FERRY_WUR;
+
+/* ---- holds (hold.c) ---------------------------------------------------------
+ * A hold is a tag on a snapshot that keeps it from being destroyed, as in
+ * zfs: store_snap_destroy (and so destroy, rollback -r, recv -F) and
+ * store_ds_destroy refuse a held snapshot with -FERR_BUSY ("dataset is
+ * busy"). A snapshot marked for deferred destruction (destroy -d) is
+ * destroyed when its last hold is released. userrefs counts the holds. */
+#define STORE_HOLD_TAG_MAX 255
+struct store_hold {
+	char snapshot[STORE_NAME_MAX + 1]; /* full name */
+	char tag[STORE_HOLD_TAG_MAX + 1];
+	uint64_t creation_ns;              /* when the hold was made */
+};
+/* 0 when tag is 1..STORE_HOLD_TAG_MAX bytes without control characters,
+ * else -FERR_NAME saying why. */
+int store_hold_tag_check(const char *tag) FERRY_WUR;
+/* Puts hold tag on every snapshot of list, all or nothing: -FERR_EXISTS
+ * naming the first snapshot that has it already. */
+int store_hold_add(struct store_pool *p, const struct store_snap *list, size_t n,
+		   const char *tag) FERRY_WUR;
+/* Releases hold tag from every snapshot of list, all or nothing:
+ * -FERR_NOENT naming the first that lacks it. A snapshot marked by
+ * store_snap_destroy_defer whose last hold goes is destroyed in the same
+ * transaction. */
+int store_hold_release(struct store_pool *p, const struct store_snap *list, size_t n,
+		       const char *tag) FERRY_WUR;
+/* Calls fn for each hold of s, by tag; stops at and returns fn's first
+ * nonzero result. h lives for the call only. */
+typedef int (*store_hold_fn)(struct store_pool *p, const struct store_hold *h, void *arg);
+int store_hold_iter(struct store_pool *p, const struct store_snap *s, store_hold_fn fn,
+		    void *arg) FERRY_WUR;
+/* The number of holds of snapshot snap_id (zfs userrefs). */
+int store_hold_count(struct store_pool *p, int64_t snap_id, uint64_t *n) FERRY_WUR;
+/* 1 when snapshot snap_id is marked for deferred destruction, else 0. */
+int store_snap_deferred(struct store_pool *p, int64_t snap_id) FERRY_WUR;
+/* destroy -d: in one transaction, destroys the snapshots of list that have
+ * no hold and marks the held ones for destruction when their last hold is
+ * released. *deferred (may be NULL) gets how many were marked. */
+int store_snap_destroy_defer(struct store_pool *p, const struct store_snap *list, size_t n,
+			     size_t *deferred) FERRY_WUR;
 
 /* ---- bookmarks (bookmark.c) ------------------------------------------------
  * pool/ds#mark: a snapshot's guid, creation order and time and its root

@@ -57,26 +57,45 @@ fail:
 	return r;
 }
 
-static void hset_tx_end(struct store_hset *s)
+/* Commits the set's own batch transaction (temp tables only). A COMMIT
+ * that fails is the set's error: its last batch may be lost. Either way
+ * the connection leaves the transaction, so the next one can begin. */
+static int hset_tx_end(struct store_hset *s)
 {
-	if (s->in_tx && cat_exec(s->p, "COMMIT") < 0) { /* temp data only */ }
+	int r = 0;
+	if (s->in_tx && (r = cat_exec(s->p, "COMMIT")) < 0 && !sqlite3_get_autocommit(s->p->db)) {
+		struct ferry_errsave e;
+		ferry_err_save(&e);
+		if (cat_exec(s->p, "ROLLBACK") < 0)
+			ferry_err_restore_also(&e, "rolling the key set back");
+		else
+			ferry_err_restore(&e);
+	}
 	s->in_tx = 0;
 	s->ops = 0;
+	return r;
 }
 
 void store_hset_free(struct store_hset *s)
 {
+	struct ferry_errsave e;
 	char sql[96];
 	if (!s)
 		return;
-	hset_tx_end(s);
+	/* the set is going: what its last batch held is needed no more, and
+	 * a table a failed DROP leaves goes with the connection (the next set
+	 * has a table of its own); the caller's detail is kept */
+	ferry_err_save(&e);
+	if (hset_tx_end(s) < 0)
+		ferry_err_restore(&e);
 	sqlite3_finalize(s->st_add);
 	sqlite3_finalize(s->st_get);
 	sqlite3_finalize(s->st_del);
 	sqlite3_finalize(s->st_count);
 	if (s->p && s->p->db) {
 		snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", s->table);
-		if (cat_exec(s->p, sql) < 0) { /* the connection is closing anyway */ }
+		if (cat_exec(s->p, sql) < 0)
+			ferry_err_restore(&e);
 	}
 	free(s);
 }
@@ -87,8 +106,8 @@ static int hset_op(struct store_hset *s)
 	if (!s->batch || s->p->tx_depth > 0 ||
 	    (!s->in_tx && !sqlite3_get_autocommit(s->p->db)))
 		return 0; /* someone else's transaction carries the insert */
-	if (s->in_tx && ++s->ops >= HSET_BATCH)
-		hset_tx_end(s);
+	if (s->in_tx && ++s->ops >= HSET_BATCH && (r = hset_tx_end(s)) < 0)
+		return r;
 	if (!s->in_tx) {
 		if ((r = cat_exec(s->p, "BEGIN")) < 0)
 			return r;

@@ -28,7 +28,7 @@ refused 1 "can be set only at creation" "volblocksize cannot change later" ferry
 
 # Default columns, headers and numbers
 run ferry list tank
-like "$(head -1 "$T/out")" "^NAME +USED +AVAIL +REFER +SOURCE$" "list header as zfs"
+like "$rc:$(head -1 "$T/out")" "^0:NAME +USED +AVAIL +REFER +SOURCE$" "list header as zfs"
 is "$(ferry list -H -p -o name,used,referenced,compressratio tank/a)" "$(printf 'tank/a\t0\t0\t1.00')" "-H -p figures"
 is "$(ferry get -H -o value compressratio,refcompressratio tank/a | tr '\n' ' ')" "1.00x 1.00x " "compressratio 1.00x"
 is "$(ferry get -H -o value used,logicalused,referenced,logicalreferenced,written tank/a | tr '\n' ' ')" "0B 0B 0B 0B 0B " "figures are 0 before data"
@@ -39,6 +39,11 @@ ferry set recordsize=1M tank/a/b/c2
 is "$(ferry list -H -o name -s recordsize -r tank/a | tr '\n' ' ')" "tank/a/b/c tank/a tank/a/b tank/a/b/c2 " "list -s recordsize (numeric)"
 is "$(ferry list -H -o name -S recordsize -r tank/a | head -1)" "tank/a/b/c2" "list -S descending"
 is "$(ferry list -H -o name -S name -r tank/a | tr '\n' ' ')" "tank/a/b/c2 tank/a/b/c tank/a/b tank/a " "list -S name"
+# a sort key given twice, not among -o's columns: one hidden column, sorted
+# on twice, and the columns of -o printed with their header
+run ferry list -o name -s recordsize -S recordsize -r tank/a
+is "$rc:$(cat "$T/out")" "0:$(printf 'NAME\ntank/a/b/c\ntank/a\ntank/a/b\ntank/a/b/c2')" "list -o name -s P -S P: -o's column and header, sorted on P"
+is "$(ferry list -H -o name,avail -S recordsize -s available -r tank/a | awk -F'\t' '{print NF}' | sort -u)" "2" "hidden sort columns are never printed"
 
 # -H -p output parses: every row has the requested field count, numbers are numbers
 ferry get -r -H -p all tank > "$T/all.tsv"
@@ -69,11 +74,18 @@ print("ok")' "$T/list.json"
 is "$rc:$(cat "$T/out")" "0:ok" "list --json parses, inherited source names the ancestor"
 ferry pool list --json > "$T/pools.json"
 run python3 -c 'import json,sys; print(list(json.load(open(sys.argv[1]))["pools"]))' "$T/pools.json"
-is "$(cat "$T/out")" "['tank']" "pool list --json parses"
+is "$rc:$(cat "$T/out")" "0:['tank']" "pool list --json parses"
 
 # Destroy
 refused 1 "has children" "destroy with children needs -r" ferry destroy tank/a
 is "$(ferry list -H -o name -r tank/a | wc -l)" "4" "refused destroy changed nothing"
+run ferry destroy -n -v -r tank/a/b
+is "$rc:$(cat "$T/out" | tr '\n' '|')" "0:would destroy tank/a/b|would destroy tank/a/b/c|would destroy tank/a/b/c2|" \
+	"destroy -n -v -r lists what it would destroy"
+run ferry destroy -n -v -p -r tank/a/b
+is "$rc:$(cat "$T/out" | tr '\n' '|')" "0:would destroy	tank/a/b|would destroy	tank/a/b/c|would destroy	tank/a/b/c2|" \
+	"destroy -n -v -p: a tab before each name"
+is "$(ferry list -H -o name -r tank/a | wc -l)" "4" "and -n destroyed nothing"
 run ferry destroy tank/a/b/c2; is "$rc" 0 "destroy a leaf"
 run ferry destroy -r tank/a; is "$rc" 0 "destroy -r"
 is "$(ferry list -H -o name -r tank | tr '\n' ' ')" "tank tank/vol tank/vol2 " "destroy -r removed the subtree"

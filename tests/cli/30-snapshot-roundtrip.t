@@ -78,6 +78,7 @@ is "$rc" 0 "restored tree is identical (treecmp)"
 if [ "$(id -u)" = 0 ]; then
 	mkdir "$T/rsgid" && chgrp 4242 "$T/rsgid" && chmod 2775 "$T/rsgid"
 	run ferry restore tank/fs@one "$T/rsgid"
+	is "$rc" 0 "restore into a setgid directory of another group"
 	run "$TREECMP" --no-root "$S" "$T/rsgid"
 	is "$rc" 0 "restored into a setgid directory of another group: owners exact"
 	[ "$rc" = 0 ] || diag "$(cat "$T/out")"
@@ -134,6 +135,7 @@ ferry create tank/fromtar
 run ferry snapshot --from "$T/x.tar" tank/fromtar@t
 is "$rc" 0 "snapshot --from x.tar"
 run ferry restore tank/fromtar@t "$T/untar"
+is "$rc" 0 "restore the snapshot of x.tar"
 run "$TREECMP" --no-root --no-alloc "$S" "$T/untar"
 is "$rc" 0 "tar round trip identical"
 [ "$rc" = 0 ] || diag "$(cat "$T/out")"
@@ -166,6 +168,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	like "$(cat "$T/err")" "secret: cannot open" "unreadable file named in the warning"
 	chown -R 0:0 "$T/p" "$FERRY_HOME"
 	run ferry restore tank/fs2@x "$T/r2"
+	is "$rc" 0 "the partial snapshot restores"
 	[ -f "$T/r2/fine" ] && [ ! -e "$T/r2/secret" ] && ok "partial snapshot holds the readable part" ||
 		not_ok "partial snapshot content"
 	# what @x holds: the readable part only, the root's mtime as it was

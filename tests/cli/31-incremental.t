@@ -36,7 +36,7 @@ like "$(cat "$T/out")" "files read 10, files reused 9990," "incremental reads ex
 like "$(cat "$T/out")" "blocks written 10," "and writes only their 10 new blocks"
 cp -a "$S" "$TS/copy-two"
 run ferry snapshot -v tank/fs@three
-like "$(cat "$T/out")" "files read 0, files reused 10000,.*blocks written 0," "unchanged tree: nothing read or written"
+like "$rc:$(cat "$T/out")" "^0:.*files read 0, files reused 10000,.*blocks written 0," "unchanged tree: nothing read or written"
 
 # a change that keeps size and mtime is caught by ctime
 f="$S/d05/f05"
@@ -44,12 +44,14 @@ m=$(stat -c %y "$f")
 printf 'FILE' | dd of="$f" bs=1 conv=notrunc 2>/dev/null
 touch -d "$m" "$f"
 run ferry snapshot -v tank/fs@four
-like "$(cat "$T/out")" "files read 1, files reused 9999," "same size and mtime but new ctime: read again"
+like "$rc:$(cat "$T/out")" "^0:.*files read 1, files reused 9999," "same size and mtime but new ctime: read again"
 
 run ferry restore tank/fs@four "$T/r4"
+is "$rc" 0 "restore the incremental snapshot"
 run "$TREECMP" --no-root "$S" "$T/r4"
 is "$rc" 0 "incremental snapshot restores identically"
 run ferry restore --file d00 tank/fs@one "$T/r1"
+is "$rc" 0 "restore --file of a directory"
 is "$(cat "$T/r1/d00/f00")" "file 0/0 some content that is the same everywhere" "the first snapshot still holds the old content"
 is "$(find "$T/r1" -type f | wc -l)" 100 "restore --file of a directory restores its 100 files"
 
@@ -63,16 +65,20 @@ echo new >"$S/d03/added"
 rm "$S/d04/f04"
 ferry snapshot tank/fs@five
 run ferry diff -F tank/fs@four @five
+is "$rc" 0 "diff -F runs"
 like "$(cat "$T/out")" "R	F	/d01/f01 -> /d02/renamed" "diff shows a rename"
 like "$(cat "$T/out")" "^\+	F	/d03/added$" "diff shows an addition"
 like "$(cat "$T/out")" "^-	F	/d04/f04$" "diff shows a removal"
+run ferry diff -H -F tank/fs@four @five
+like "$rc:$(grep '^R' "$T/out")" "^0:R	F	/d01/f01	/d02/renamed$" "diff -H: a rename's paths tab-separated, no arrow"
 run ferry diff tank/fs@four tank/fs@four
-is "$(cat "$T/out")" "" "a snapshot does not differ from itself"
+is "$rc:$(cat "$T/out")" "0:" "a snapshot does not differ from itself"
 refused 1 "newer" "diff refuses reversed order" ferry diff tank/fs@five tank/fs@four
 
 # rollback drops later snapshots only with -r
 refused 1 "more recent snapshots" "rollback without -r refuses" ferry rollback tank/fs@two
-run ferry rollback -r tank/fs@two
+refused 2 "usage: ferry rollback \\[-r\\|-R\\] \\[-f\\] SNAPSHOT" "rollback's usage names -R and -f" ferry rollback -x tank/fs@two
+run ferry rollback -R -f tank/fs@two
 is "$rc" 0 "rollback -r"
 run ferry restore tank/fs@five "$T/r5"
 is "$rc" 1 "later snapshots are gone after rollback -r"

@@ -52,11 +52,13 @@ is "$(ferry get -H -p -o value written tank/text@one)" "$ref1" "first snapshot: 
 is "$(ferry get -H -p -o value usedbysnapshots tank/text)" 0 "one snapshot: usedbysnapshots 0"
 cp "$S/a.txt" "$S/a-copy.txt"
 run ferry snapshot tank/text@two
+is "$rc" 0 "snapshot @two"
 cp -a "$S" "$T/copy-two"
 is "$(ferry get -H -p -o value used tank/text)" "$u" "a copy of a file is deduplicated (used unchanged)"
 is "$(ferry get -H -p -o value written tank/text@two)" 0 "nothing new written by the copy"
 rm "$S/c.txt"
 run ferry snapshot tank/text@three
+is "$rc" 0 "snapshot @three"
 cp -a "$S" "$T/copy-three"
 ref3=$(ferry get -H -p -o value referenced tank/text@three)
 [ "$ref3" -lt "$ref1" ] && ok "removing a file lowers referenced" || not_ok "referenced $ref3 vs $ref1"
@@ -65,18 +67,19 @@ is "$ubs" $((u - ref3)) "usedbysnapshots = used - referenced of the newest"
 is "$(ferry get -H -p -o value used tank/text@three)" 0 "newest snapshot holds nothing unique"
 is "$(ferry get -H -p -o value used tank/text@two)" 0 "blocks two snapshots share are unique to neither"
 run ferry destroy -n -v tank/text@two
-like "$(cat "$T/out")" "would destroy tank/text@two" "destroy -n -v names the snapshot"
+like "$rc:$(cat "$T/out")" "^0:would destroy tank/text@two" "destroy -n -v names the snapshot"
 run ferry destroy -n -p -v tank/text@one%two
-like "$(cat "$T/out")" "would reclaim	$ubs" "destroy -n of a range reclaims what only it holds"
+like "$rc $(tr '\n' ' ' <"$T/out")" "^0 .*would reclaim	$ubs( |$)" "destroy -n of a range reclaims what only it holds"
 
 # parent's used includes the child's
 ferry create -o compression=lz4 -o source="$S" tank/text/lz
 run ferry snapshot tank/text/lz@x
+is "$rc" 0 "snapshot the lz4 child"
 lzu=$(ferry get -H -p -o value used tank/text/lz)
 is "$(ferry get -H -p -o value used tank/text)" $((u + lzu)) "used of a parent counts its children"
 # the same data under two codecs is stored once per codec
 run ferry pool status tank
-like "$(cat "$T/out")" "gzip-7" "pool status shows gzip-7 blocks"
+like "$rc $(tr '\n' ' ' <"$T/out")" "^0 .*gzip-7" "pool status shows gzip-7 blocks"
 like "$(cat "$T/out")" "lz4" "pool status shows lz4 blocks"
 # zfs: a snapshot's compressratio is its refcompressratio (not logical over
 # its unique bytes, which a snapshot sharing everything would make huge)

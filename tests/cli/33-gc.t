@@ -42,13 +42,15 @@ after=$(du -sk "$T/p/tank" | cut -f1)
 [ "$after" -lt $((full - 11000)) ] && ok "disk use drops by big's size (${full}K -> ${after}K)" ||
 	not_ok "disk use ${full}K -> ${after}K"
 run ferry restore tank/fs@two "$T/r2"
+is "$rc" 0 "restore @two after gc"
 run "$TREECMP" --no-root "$T/copy-two" "$T/r2"
 is "$rc" 0 "@two restores identically after gc moved its blocks"
 run ferry restore tank/fs@three "$T/r3"
+is "$rc" 0 "restore @three after gc"
 run "$TREECMP" --no-root "$T/copy-three" "$T/r3"
 is "$rc" 0 "@three restores identically after gc"
 run ferry gc -v tank
-like "$(cat "$T/out")" "freed 0 blocks.* 0 deleted, 0 rewritten" "a second gc has nothing to do"
+like "$rc:$(cat "$T/out")" "^0:freed 0 blocks.* 0 deleted, 0 rewritten" "a second gc has nothing to do"
 # The control never had @one: @two and @three captured whole from copies
 # of their trees, other@x from @three's.
 ferry pool create ctl "$T/p/ctl"
@@ -63,7 +65,7 @@ after_check -e "/fs@two=$T/copy-two" -e "/fs@three=$T/copy-three" -e "/other@x=$
 # a crashed writer's pack (no catalogue row) is an orphan gc removes
 head -c 100000 /dev/urandom >"$T/p/tank/packs/00000000deadbeef.pack"
 run ferry gc -v tank
-like "$(cat "$T/out")" "1 orphans removed" "gc removes an orphan pack"
+like "$rc:$(cat "$T/out")" "^0:.*1 orphans removed" "gc removes an orphan pack"
 
 # destroy everything: back to an empty pool
 run ferry destroy -r tank/fs
@@ -77,7 +79,7 @@ end=$(du -sk "$T/p/tank" | cut -f1)
 	not_ok "disk use ${end}K vs empty ${empty}K"
 is "$(ls "$T/p/tank/packs" | wc -l)" 0 "no pack files left"
 run ferry list -H -t snapshot -r tank
-is "$(cat "$T/out")" "" "no snapshots left"
+is "$rc:$(cat "$T/out")" "0:" "no snapshots left"
 # the control: a pool that only ever had the dataset left, empty
 ferry pool create ctl0 "$T/p/ctl0"
 ferry create ctl0/other

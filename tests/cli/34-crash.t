@@ -44,6 +44,7 @@ is "$bad" 0 "20 kills during capture: pool opens, completed snapshots restore id
 diag "$done_snaps of 20 captures completed before their kill"
 rm -rf "$T/r"
 run ferry restore tank/fs@base "$T/r"
+is "$rc" 0 "restore the snapshot taken before the kills"
 run "$TREECMP" --no-root "$T/base" "$T/r"
 is "$rc" 0 "the snapshot taken before the kills restores identically"
 run ferry snapshot tank/fs@after

@@ -48,5 +48,7 @@ pack=$(ls -S "$T/p/tank/packs" | head -1)
 printf '\377' | dd of="$T/p/tank/packs/$pack" bs=1 seek=200000 conv=notrunc status=none
 run ferry restore tank/fs@r "$T/t4"
 is "$rc" 1 "restore of a corrupted block fails"
-like "$(cat "$T/err")" "does not match its hash|corrupt" "and says the data is corrupt"
+like "$(cat "$T/err")" \
+	"^ferry: cannot restore 'tank/fs@r': restoring 'rand': block [0-9a-f]{16} in pack '[0-9a-f]+\\.pack' at offset [0-9]+ is damaged: its content does not match its hash$" \
+	"and says the data is corrupt: the block, its pack and offset, the file"
 done_testing

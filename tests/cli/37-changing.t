@@ -18,14 +18,16 @@ wait "$writer"
 is "$rc" 0 "a changing file does not fail the snapshot"
 like "$(cat "$T/err")" "growing: file changed as it was read" "the changing file is warned about by path"
 run ferry restore tank/fs@a "$T/r"
+is "$rc" 0 "restore @a"
 size=$(stat -c %s "$T/r/growing")
 [ "$size" -ge 60000000 ] && ok "the snapshot holds what was read ($size bytes)" || not_ok "size $size"
 cmp -s -n "$size" "$T/r/growing" "$T/src/growing" && ok "which is a consistent prefix of the file" ||
 	not_ok "restored content is not a prefix"
 is "$(cat "$T/r/still")" still "the other files are captured"
 run ferry snapshot -v tank/fs@b
-like "$(cat "$T/out")" "files read 1, files reused 1," "the next capture reads the changed file again"
+like "$rc:$(cat "$T/out")" "^0:.*files read 1, files reused 1," "the next capture reads the changed file again"
 run ferry restore tank/fs@b "$T/r2"
+is "$rc" 0 "restore @b"
 cmp -s "$T/r2/growing" "$T/src/growing" && ok "and then holds it whole" || not_ok "second capture differs"
 
 # The control: @a captured from @a's restored tree (the consistent prefix

@@ -147,6 +147,7 @@ run sh -c "'$FERRY' send -R tank/fs@s5 | '$FERRY' recv -e bk4/e"
 is "$rc" 1 "-e into a missing parent is refused"
 ferry create bk4/e
 run sh -c "'$FERRY' send -R tank/fs@s5 | '$FERRY' recv -e bk4/e"
+is "$rc" 0 "-R -e into an existing parent"
 is "$(ferry list -H -o name -r bk4/e | tr '\n' ' ')" "bk4/e bk4/e/fs bk4/e/fs/child " "-R -e names"
 # bk4's control, e: the same package in one go (while the sender still has
 # s1); a: further down, the final tree in one package
@@ -156,6 +157,10 @@ ferry send -R tank/fs@s5 | ferry recv -e ctl-bk4/e
 # -R -F destroys what the sender no longer has
 ferry destroy tank/fs@s1
 run sh -c "'$FERRY' send -R -i @s4 tank/fs@s5 | '$FERRY' recv -F bk4/x"
+like "$rc:$(grep -v "cannot send" "$T/err")" \
+	"^1:ferry: cannot receive into 'bk4/x': 'bk4/x' does not exist: an incremental stream needs its base snapshot$" \
+	"an incremental package into a dataset that does not exist is refused"
+is "$(ferry list -H -o name bk4/x 2>&1)" "ferry: cannot list 'bk4/x': dataset does not exist" "and makes no bk4/x"
 ferry snapshot -r tank/fs@s6
 run sh -c "'$FERRY' send -R -i @s5 tank/fs@s6 | '$FERRY' recv -d -F bk4/a"
 is "$rc" 0 "-R -i -F incremental package received"

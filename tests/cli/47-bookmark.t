@@ -78,7 +78,7 @@ is "$rc" 0 "destroy the bookmarked snapshot"
 is "$(ferry list -H -o name -t all -r tank/fs | tr '\n' ' ')" \
 	"tank/fs tank/fs@s2 tank/fs#b1 tank/fs#copy tank/fs#short " "the bookmarks stay"
 run ferry gc -v tank
-like "$(cat "$T/out")" "freed [1-9][0-9]* blocks .*, 0 nodes" "gc frees s1's blocks, keeps its nodes"
+like "$rc:$(cat "$T/out")" "^0:freed [1-9][0-9]* blocks .*, 0 nodes" "gc frees s1's blocks, keeps its nodes"
 after=$(du -sk "$T/p/tank" | cut -f1)
 [ "$after" -lt $((before - 2500)) ] && ok "disk use drops by big's size (${before}K -> ${after}K)" ||
 	not_ok "disk use ${before}K -> ${after}K"
@@ -166,15 +166,15 @@ is "$rc" 0 "destroy a bookmark"
 is "$(ferry list -H -o name -t bookmark -r tank/fs | tr '\n' ' ')" "tank/fs#b1 tank/fs#short " \
 	"it is gone, the others stay"
 run ferry destroy -n -v -r tank/fs
-is "$(cat "$T/out" | tr '\n' ' ')" \
-	"would destroy tank/fs@s2 would destroy tank/fs@s3 would destroy tank/fs#b1 would destroy tank/fs#short would destroy tank/fs " \
+is "$rc:$(tr '\n' ' ' <"$T/out")" \
+	"0:would destroy tank/fs@s2 would destroy tank/fs@s3 would destroy tank/fs#b1 would destroy tank/fs#short would destroy tank/fs " \
 	"destroy -n -v -r lists the bookmarks"
 run ferry destroy -r tank/fs
 is "$rc" 0 "destroy -r a dataset with bookmarks"
 is "$(ferry list -H -o name -t all -r tank | tr '\n' ' ')" "tank tank/other tank/other@o1 tank/other#ob " \
 	"its bookmarks went with it"
 run ferry gc -v tank
-like "$(cat "$T/out")" "[1-9][0-9]* nodes" "gc then frees the bookmarks' nodes"
+like "$rc:$(cat "$T/out")" "^0:.* [1-9][0-9]* nodes" "gc then frees the bookmarks' nodes"
 ferry create -o source="$S" tank/fs
 is "$(ferry list -H -o name -t bookmark -r tank/fs)" "" "a new dataset of that name has no bookmarks"
 

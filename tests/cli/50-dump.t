@@ -51,8 +51,9 @@ done
 
 # what was decoded before the error is still printed
 run ferry dump "$V/bad/trunc-before-end.stream"
+is "$rc" 1 "a truncated stream fails dump"
 like "$(cat "$T/out")" "^BEGIN record 0" "a bad stream's good records are printed"
-like "$(cat "$T/out")" "total records = 7" "and its summary"
+like "$(cat "$T/out")" "total records = 8" "and its summary"
 
 # usage and files
 refused 2 "dump: invalid option.*usage: ferry dump" "unknown option" ferry dump -x

@@ -47,7 +47,9 @@ for try in 1 2; do
 	fi
 	rc=$?
 	is "$rc" 1 "$d, run $try: restore from a damaged pool fails"
-	like "$(cat "$T/err")" "does not match its hash|corrupt" "$d, run $try: and says the data is corrupt"
+	like "$(cat "$T/err")" \
+		"^ferry: cannot restore 'tank/$d@a': restoring '[^']+': block [0-9a-f]{16} in pack '[0-9a-f]+\\.pack' at offset [0-9]+ is damaged: its content does not match its hash$" \
+		"$d, run $try: and says the data is corrupt"
 	if grep -q "Bad file descriptor" "$T/err"; then
 		not_ok "$d, run $try: the error is not a write to a closed fd"; diag "$(cat "$T/err")"
 	else

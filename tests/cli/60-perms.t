@@ -62,5 +62,5 @@ chmod -R go= "$T/p/b022"
 run ferry pool import "$T/p/b022"
 is "$rc:$(cat "$T/err")" "0:" "a private pool imports without a word"
 run ferry list -H -o name b022/fs
-is "$(cat "$T/out")" "b022/fs" "and is usable"
+is "$rc:$(cat "$T/out")" "0:b022/fs" "and is usable"
 done_testing

@@ -7,7 +7,12 @@
  * writes OUTDIR/<case>.stream for every case below, plus ok.stream, a
  * valid stream built the same way (so the test knows the harness works),
  * and escape.stream, valid but with symlinks pointing out of the tree.
- * Exits 0, or 1 on any error. */
+ * For each hostile case, OUTDIR/<case>.expect says why a receiver must
+ * refuse it, one line "CLASS<TAB>TEXT": the error class (corrupt, limit,
+ * unsupported: the FERR_* name) and text the refusal's detail holds,
+ * naming the very object that is wrong (a hash's first 16 hex digits)
+ * where there is one. Exits 0, or 1 on any error. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +38,32 @@ struct hs {
 	uint8_t root[FERRY_HASH_LEN];
 	uint8_t root_type;
 	uint8_t ds_type;
+	const char *cls;  /* why it must be refused: expect() */
+	char why[256];
 };
+
+/* Records the refusal the case must get: its class and detail text. */
+static void expect(struct hs *h, const char *cls, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void expect(struct hs *h, const char *cls, const char *fmt, ...)
+{
+	va_list ap;
+	h->cls = cls;
+	va_start(ap, fmt);
+	vsnprintf(h->why, sizeof h->why, fmt, ap);
+	va_end(ap);
+}
+
+/* The first 16 hex digits of a hash, as refusals name objects. */
+static const char *hex16(const uint8_t *hash)
+{
+	static char buf[4][FERRY_HASH_HEX];
+	static unsigned k;
+	char *b = buf[k++ % 4];
+	hash_to_hex(hash, b);
+	b[16] = 0;
+	return b;
+}
 
 static void die(const char *what)
 {
@@ -140,6 +170,15 @@ static void rootnode(struct hs *h, const uint8_t dir[FERRY_HASH_LEN], uint8_t dt
 	fbuf_release(&b);
 }
 
+static void write_expect(const char *name, const char *cls, const char *why)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s.expect", outdir, name);
+	FILE *f = fopen(path, "w");
+	if (!f || fprintf(f, "%s\t%s\n", cls, why) < 0 || fclose(f) != 0)
+		die(path);
+}
+
 static void emit(struct hs *h, const char *name)
 {
 	struct stream_encoder *e;
@@ -211,6 +250,8 @@ static void emit(struct hs *h, const char *name)
 		die(path);
 	stream_encoder_free(e);
 	fbuf_release(&out);
+	if (h->cls)
+		write_expect(name, h->cls, h->why);
 	for (size_t i = 0; i < h->n; i++)
 		free(h->o[i].data);
 	memset(h, 0, sizeof *h);
@@ -251,43 +292,51 @@ static void c_dotdot(struct hs *h, struct node_entry *e, size_t *n)
 {
 	one_file(h);
 	e[(*n)++] = fentry("..", 2, lh, 6);
+	expect(h, "corrupt", "node entry has an invalid name");
 }
 static void c_dot(struct hs *h, struct node_entry *e, size_t *n)
 {
 	one_file(h);
 	e[(*n)++] = fentry(".", 1, lh, 6);
+	expect(h, "corrupt", "node entry has an invalid name");
 }
 static void c_slash(struct hs *h, struct node_entry *e, size_t *n)
 {
 	one_file(h);
 	e[(*n)++] = fentry("../../escaped", 13, lh, 6);
+	expect(h, "corrupt", "node entry has an invalid name");
 }
 static void c_abs(struct hs *h, struct node_entry *e, size_t *n)
 {
 	one_file(h);
 	e[(*n)++] = fentry("/etc/ferry-evil", 15, lh, 6);
+	expect(h, "corrupt", "node entry has an invalid name");
 }
 static void c_nul(struct hs *h, struct node_entry *e, size_t *n)
 {
 	one_file(h);
 	e[(*n)++] = fentry("a\0b", 3, lh, 6);
+	expect(h, "corrupt", "node entry has an invalid name");
 }
 static void c_empty_name(struct hs *h, struct node_entry *e, size_t *n)
 {
 	one_file(h);
 	e[(*n)++] = fentry("", 0, lh, 6);
+	expect(h, "corrupt", "node entry has an invalid name");
 }
 static void c_dup_name(struct hs *h, struct node_entry *e, size_t *n)
 {
 	one_file(h);
 	e[(*n)++] = fentry("same", 4, lh, 6);
 	e[(*n)++] = fentry("same", 4, lh, 6);
+	expect(h, "corrupt", "directory node names are not sorted");
 }
 static void c_unsorted(struct hs *h, struct node_entry *e, size_t *n)
 {
 	one_file(h);
 	e[(*n)++] = fentry("b", 1, lh, 6);
 	e[(*n)++] = fentry("a", 1, lh, 6);
+	expect(h, "corrupt", "directory node names are not sorted");
 }
 static void c_under_file(struct hs *h, struct node_entry *e, size_t *n)
 {
@@ -301,6 +350,7 @@ static void c_under_file(struct hs *h, struct node_entry *e, size_t *n)
 	f.child_type = NODE_DIR;
 	memcpy(f.child, d, FERRY_HASH_LEN);
 	e[(*n)++] = f;
+	expect(h, "corrupt", "node entry has child type %d for file type %d", NODE_DIR, NODE_F_REG);
 }
 static void c_under_symlink(struct hs *h, struct node_entry *e, size_t *n)
 {
@@ -314,12 +364,14 @@ static void c_under_symlink(struct hs *h, struct node_entry *e, size_t *n)
 	s.target = (const uint8_t *)"/tmp";
 	s.target_len = 4;
 	e[(*n)++] = s;
+	expect(h, "corrupt", "node entry has child type %d for file type %d", NODE_DIR, NODE_F_SYMLINK);
 }
 static void c_dir_to_leaf(struct hs *h, struct node_entry *e, size_t *n)
 {
 	/* a directory entry naming a blocklist node as if it were a directory */
 	one_file(h);
 	e[(*n)++] = dentry("d", lh, NODE_DIR);
+	expect(h, "corrupt", "reference of the wrong type to node %s", hex16(lh));
 }
 static void c_dangling_node(struct hs *h, struct node_entry *e, size_t *n)
 {
@@ -328,6 +380,7 @@ static void c_dangling_node(struct hs *h, struct node_entry *e, size_t *n)
 	hash_blake2b(fake, "nowhere", 7);
 	e[(*n)++] = fentry("a", 1, lh, 6);
 	e[(*n)++] = dentry("gone", fake, NODE_DIR);
+	expect(h, "corrupt", "dangling reference to node %s", hex16(fake));
 }
 static void c_dangling_block(struct hs *h, struct node_entry *e, size_t *n)
 {
@@ -335,12 +388,14 @@ static void c_dangling_block(struct hs *h, struct node_entry *e, size_t *n)
 	hash_blake2b(fake, "not sent", 8);
 	leaf(h, fake, 8, l2);
 	e[(*n)++] = fentry("a", 1, l2, 8);
+	expect(h, "corrupt", "dangling reference to block %s", hex16(fake));
 }
 static void c_dup_node(struct hs *h, struct node_entry *e, size_t *n)
 {
 	one_file(h);
 	add(h, 'N', NODE_BLOCKLIST, h->o[1].data, h->o[1].len);
 	e[(*n)++] = fentry("a", 1, lh, 6);
+	expect(h, "corrupt", "duplicate node %s", hex16(lh));
 }
 static void c_dup_block(struct hs *h, struct node_entry *e, size_t *n)
 {
@@ -348,6 +403,7 @@ static void c_dup_block(struct hs *h, struct node_entry *e, size_t *n)
 	block(h, "hello\n", bh);
 	leaf(h, bh, 6, lh);
 	e[(*n)++] = fentry("a", 1, lh, 6);
+	expect(h, "corrupt", "duplicate block %s", hex16(bh));
 }
 static void c_orphan(struct hs *h, struct node_entry *e, size_t *n)
 {
@@ -355,11 +411,13 @@ static void c_orphan(struct hs *h, struct node_entry *e, size_t *n)
 	one_file(h);
 	block(h, "nobody uses me", x);
 	e[(*n)++] = fentry("a", 1, lh, 6);
+	expect(h, "corrupt", "the stream carries 1 objects the snapshot does not use");
 }
 static void c_wrong_size(struct hs *h, struct node_entry *e, size_t *n)
 {
 	one_file(h);
 	e[(*n)++] = fentry("a", 1, lh, 600); /* the blocklist covers 6 bytes */
+	expect(h, "corrupt", "blocklist covers 6 bytes, its file 600");
 }
 static void c_block_lsize(struct hs *h, struct node_entry *e, size_t *n)
 {
@@ -367,6 +425,7 @@ static void c_block_lsize(struct hs *h, struct node_entry *e, size_t *n)
 	block(h, "hello\n", bh);
 	leaf(h, bh, 7, l2); /* the leaf says 7 bytes, the block has 6 */
 	e[(*n)++] = fentry("a", 1, l2, 7);
+	expect(h, "corrupt", "reference with the wrong size to block %s", hex16(bh));
 }
 static void c_absurd_count(struct hs *h, struct node_entry *e, size_t *n)
 {
@@ -380,6 +439,7 @@ static void c_absurd_count(struct hs *h, struct node_entry *e, size_t *n)
 	memcpy(b + 9, bh, FERRY_HASH_LEN);
 	memcpy(l2, add(h, 'N', NODE_BLOCKLIST, b, sizeof b)->hash, FERRY_HASH_LEN);
 	e[(*n)++] = fentry("a", 1, l2, 6);
+	expect(h, "corrupt", "blocklist node claims 4294967295 extents");
 }
 static void c_bad_mode(struct hs *h, struct node_entry *e, size_t *n)
 {
@@ -387,6 +447,7 @@ static void c_bad_mode(struct hs *h, struct node_entry *e, size_t *n)
 	struct node_entry f = fentry("a", 1, lh, 6);
 	f.mode = 0170777;
 	e[(*n)++] = f;
+	expect(h, "corrupt", "node entry has mode 170777");
 }
 static void c_root_inside(struct hs *h, struct node_entry *e, size_t *n)
 {
@@ -399,6 +460,7 @@ static void c_root_inside(struct hs *h, struct node_entry *e, size_t *n)
 	dirnode(h, sub, 1, d);
 	rootnode(h, d, NODE_DIR);
 	e[(*n)++] = dentry("r", h->root, NODE_EXT);
+	expect(h, "corrupt", "a root node inside the tree");
 }
 static void c_escape(struct hs *h, struct node_entry *e, size_t *n)
 {
@@ -473,6 +535,8 @@ int main(int argc, char **argv)
 		dirnode(&h, e, n, d);
 		rootnode(&h, d, NODE_DIR);
 	}
+	expect(&h, "unsupported", "record 0 (BEGIN): unknown required features 0x%llx",
+	       (unsigned long long)h.features_req);
 	emit(&h, "unknown-required-feature");
 
 	/* a NODE record longer than the format's maximum */
@@ -503,6 +567,10 @@ int main(int argc, char **argv)
 		free(p);
 		fbuf_release(&out);
 		stream_encoder_free(e);
+		char why[128];
+		snprintf(why, sizeof why, "record 1 (NODE): payload length %zu exceeds maximum %zu", big,
+			 (size_t)STREAM_PAYLOAD_MAX);
+		write_expect("node-over-max", "limit", why);
 	}
 	return 0;
 }

@@ -3,8 +3,14 @@
  *
  *   build/tools/mkvectors [DIR]          (DIR defaults to tests/vectors)
  *
- * DIR/good/NAME.stream   valid streams, written by the checked encoder
+ * DIR/good/NAME.stream   valid streams, written by the checked encoder, with
+ *                        nodes in the store's format (docs/ferry-nodes.md)
+ *                        so that a receiver takes them
+ * DIR/good/NAME.tree     what a receive of NAME must restore: one line per
+ *                        entry of each snapshot it brings (see tree_line)
  * DIR/good/resumed.token the resume token of good/resumed.stream
+ * DIR/good/resumed.base  the part of good/full.stream received before the
+ *                        interruption that good/resumed.stream resumes
  * DIR/bad/NAME.stream    invalid streams: good ones damaged byte by byte
  *                        (flips, cuts, swaps, splices), or re-framed with
  *                        a correct chain around a bad field so that the
@@ -19,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/store.h"
 #include "stream/stream.h"
 
 #define MAXREC 64
@@ -260,49 +267,111 @@ static void zle(struct blk *b)
 	b->level = 0;
 }
 
-/* Node bytes are the store's business; these only need to be stable. A
- * block list: (hash, lsize) per block. A directory: (name length, name,
- * node type, node hash) per entry. */
+/* Nodes in the store's format (docs/ferry-nodes.md; the entries through
+ * the store's encoder), so that the good vectors are receivable and what
+ * they hold can be restored and compared. */
 struct node {
 	uint8_t type;
 	uint8_t data[1024];
 	size_t len;
 	uint8_t hash[FERRY_HASH_LEN];
+	uint64_t size;                 /* a blocklist: the bytes it covers */
+	const struct blk *blocks[8];   /* a blocklist: its blocks, then a hole */
+	size_t nblocks;
+	uint64_t hole;
 };
 
-static void node_hash(struct node *n)
+static void node_seal(struct node *n)
 {
-	struct hash_state h;
-
-	hash_init(&h);
-	hash_update(&h, &n->type, 1);
-	hash_update(&h, n->data, n->len);
-	hash_final(&h, n->hash);
+	node_hash(n->type, n->data, n->len, n->hash);
 }
 
-static void blocklist(struct node *n, const struct blk *const *b, size_t nb)
+/* A blocklist of nb blocks and, when hole is not 0, a hole of that many
+ * bytes after them. */
+static void blocklist(struct node *n, const struct blk *const *b, size_t nb, uint64_t hole)
 {
-	n->type = 2;
-	n->len = 0;
+	n->type = NODE_BLOCKLIST;
+	put_le32(n->data, (uint32_t)(nb + (hole != 0)));
+	n->len = 4;
+	n->size = 0;
+	n->nblocks = nb;
+	n->hole = hole;
 	for (size_t i = 0; i < nb; i++) {
-		memcpy(n->data + n->len, b[i]->hash, FERRY_HASH_LEN);
-		put_le32(n->data + n->len + FERRY_HASH_LEN, b[i]->lsize);
-		n->len += FERRY_HASH_LEN + 4;
+		n->blocks[i] = b[i];
+		n->data[n->len] = 1;
+		put_le32(n->data + n->len + 1, b[i]->lsize);
+		memcpy(n->data + n->len + 5, b[i]->hash, FERRY_HASH_LEN);
+		n->len += 5 + FERRY_HASH_LEN;
+		n->size += b[i]->lsize;
 	}
-	node_hash(n);
+	if (hole) {
+		n->data[n->len] = 0;
+		put_le64(n->data + n->len + 1, hole);
+		n->len += 9;
+		n->size += hole;
+	}
+	node_seal(n);
 }
 
-static void dir_add(struct node *n, const char *name, const struct node *child)
-{
-	size_t l = strlen(name);
+#define V_MTIME 1700000000 /* every entry's mtime */
 
-	n->type = 1;
-	put_le16(n->data + n->len, (uint16_t)l);
-	memcpy(n->data + n->len + 2, name, l);
-	n->data[n->len + 2 + l] = child->type;
-	memcpy(n->data + n->len + 3 + l, child->hash, FERRY_HASH_LEN);
-	n->len += 3 + l + FERRY_HASH_LEN;
-	node_hash(n);
+/* The entry of a file (child: its blocklist) or a directory (child: its
+ * directory node); name NULL for a root. */
+static struct node_entry entry_of(const char *name, const struct node *child)
+{
+	struct node_entry e;
+
+	memset(&e, 0, sizeof(e));
+	e.name = (const uint8_t *)name;
+	e.name_len = name ? strlen(name) : 0;
+	e.ftype = child->type == NODE_BLOCKLIST ? NODE_F_REG : NODE_F_DIR;
+	e.mode = e.ftype == NODE_F_REG ? 0644 : 0755;
+	e.mtime_sec = V_MTIME;
+	e.size = e.ftype == NODE_F_REG ? child->size : 0;
+	e.child_type = child->type;
+	memcpy(e.child, child->hash, FERRY_HASH_LEN);
+	return e;
+}
+
+static void put_bytes(struct node *n, const struct fbuf *b)
+{
+	if (b->len > sizeof(n->data))
+		die(-FERR_LIMIT, "node too large for the vectors");
+	memcpy(n->data, b->data, b->len);
+	n->len = b->len;
+	node_seal(n);
+}
+
+/* A directory of n entries (names ascending). */
+static void dir_of(struct node *d, const char *const *names, const struct node *const *kids,
+		   size_t n)
+{
+	struct fbuf b;
+
+	fbuf_init(&b, 4096);
+	CHECK(fbuf_put_le32(&b, (uint32_t)n));
+	for (size_t i = 0; i < n; i++) {
+		struct node_entry e = entry_of(names[i], kids[i]);
+		CHECK(node_entry_encode(&b, &e));
+	}
+	d->type = NODE_DIR;
+	put_bytes(d, &b);
+	fbuf_release(&b);
+}
+
+/* The snapshot root of a filesystem (top: its root directory) or a volume
+ * (top: the volume's blocklist). */
+static void root_of(struct node *r, const struct node *top)
+{
+	struct node_entry e = entry_of(NULL, top);
+	struct fbuf b;
+
+	fbuf_init(&b, 4096);
+	CHECK(node_root_encode(&b, top->type == NODE_BLOCKLIST ? NODE_ROOT_VOLUME
+								: NODE_ROOT_FILESYSTEM, &e));
+	r->type = NODE_EXT;
+	put_bytes(r, &b);
+	fbuf_release(&b);
 }
 
 /* ---- the snapshots of the vectors -------------------------------------- */
@@ -319,7 +388,7 @@ static void dir_add(struct node *n, const char *name, const struct node *child)
 #define T_WED 1700172800500000000ull
 
 static struct blk B1, B2, B3, B1b, B5, C1, C2, C3, C4, V1, V2;
-static struct node L1, L2, D1, L1b, D1b, L5, D5, LV, LC, DC;
+static struct node L1, L2, D1, R1, L1b, D1b, R1b, L5, D5, R5, LV, RV, LC, DC, RC;
 
 static void content(void)
 {
@@ -328,15 +397,16 @@ static void content(void)
 	blk_plain(&B3, 100, 3);
 	blk_plain(&B1b, 256, 4);
 	blk_plain(&B5, 64, 5);
-	blocklist(&L1, (const struct blk *[]){&B1, &B2}, 2);
-	blocklist(&L2, (const struct blk *[]){&B3}, 1);
-	dir_add(&D1, "notes.txt", &L1);
-	dir_add(&D1, "todo", &L2);
-	blocklist(&L1b, (const struct blk *[]){&B1b, &B2}, 2);
-	dir_add(&D1b, "notes.txt", &L1b);
-	dir_add(&D1b, "todo", &L2);
-	blocklist(&L5, (const struct blk *[]){&B5}, 1);
-	dir_add(&D5, "readme", &L5);
+	blocklist(&L1, (const struct blk *[]){&B1, &B2}, 2, 0);
+	blocklist(&L2, (const struct blk *[]){&B3}, 1, 0);
+	dir_of(&D1, (const char *[]){"notes.txt", "todo"}, (const struct node *[]){&L1, &L2}, 2);
+	root_of(&R1, &D1);
+	blocklist(&L1b, (const struct blk *[]){&B1b, &B2}, 2, 0);
+	dir_of(&D1b, (const char *[]){"notes.txt", "todo"}, (const struct node *[]){&L1b, &L2}, 2);
+	root_of(&R1b, &D1b);
+	blocklist(&L5, (const struct blk *[]){&B5}, 1, 0);
+	dir_of(&D5, (const char *[]){"readme"}, (const struct node *[]){&L5}, 1);
+	root_of(&R5, &D5);
 
 	C1.lsize = C2.lsize = C3.lsize = 4096;
 	pattern(C1.logical, 4096, "lz4 pattern 0123456789\n");
@@ -352,12 +422,95 @@ static void content(void)
 	hash_blake2b(C3.hash, C3.logical, 4096);
 	zle(&C3);
 	blk_plain(&C4, 64, 6);
-	blocklist(&LC, (const struct blk *[]){&C1, &C2, &C3, &C4}, 4);
-	dir_add(&DC, "big.bin", &LC);
+	blocklist(&LC, (const struct blk *[]){&C1, &C2, &C3, &C4}, 4, 0);
+	dir_of(&DC, (const char *[]){"big.bin"}, (const struct node *[]){&LC}, 1);
+	root_of(&RC, &DC);
 
+	/* a 1 MiB volume: two blocks, then a hole */
 	blk_plain(&V1, 512, 7);
 	blk_plain(&V2, 512, 8);
-	blocklist(&LV, (const struct blk *[]){&V1, &V2}, 2);
+	blocklist(&LV, (const struct blk *[]){&V1, &V2}, 2, (1u << 20) - 1024);
+	root_of(&RV, &LV);
+}
+
+/* ---- what a receive of a good vector restores -------------------------- */
+
+static struct fbuf trees[16];
+static const char *tree_names[16];
+static size_t ntrees;
+
+/* The BLAKE2b-256 (hex) of the bytes a blocklist covers. */
+static void content_hash(const struct node *l, char hex[FERRY_HASH_HEX])
+{
+	static const uint8_t zero[4096];
+	struct hash_state h;
+	uint8_t out[FERRY_HASH_LEN];
+
+	hash_init(&h);
+	for (size_t i = 0; i < l->nblocks; i++)
+		hash_update(&h, l->blocks[i]->logical, l->blocks[i]->lsize);
+	for (uint64_t left = l->hole; left; ) {
+		size_t k = left < sizeof(zero) ? (size_t)left : sizeof(zero);
+		hash_update(&h, zero, k);
+		left -= k;
+	}
+	hash_final(&h, out);
+	hash_to_hex(out, hex);
+}
+
+/* One line of good/NAME.tree, tab-separated: the snapshot (its name after
+ * the receive's target, e.g. "@mon" or "/home/sub@tue"), the path in it,
+ * the type (f, d, or v for a volume's image), the mode in octal, the size,
+ * the mtime in seconds and the content's BLAKE2b-256 ("-" where there is
+ * none); for a volume the path, mode and mtime are "-". */
+static void tree_line(const char *vector, const char *snap, const char *path, const struct node *n)
+{
+	size_t i;
+	char hex[FERRY_HASH_HEX] = "-";
+
+	for (i = 0; i < ntrees && strcmp(tree_names[i], vector); i++)
+		;
+	if (i == ntrees) {
+		if (ntrees == 16)
+			die(-FERR_LIMIT, "too many trees");
+		tree_names[ntrees] = vector;
+		fbuf_init(&trees[ntrees++], 1 << 16);
+	}
+	if (n->type == NODE_BLOCKLIST)
+		content_hash(n, hex);
+	if (!path)
+		CHECK(fbuf_printf(&trees[i], "%s\t-\tv\t-\t%llu\t-\t%s\n", snap,
+				  (unsigned long long)n->size, hex));
+	else
+		CHECK(fbuf_printf(&trees[i], "%s\t%s\t%c\t%o\t%llu\t%d\t%s\n", snap, path,
+				  n->type == NODE_BLOCKLIST ? 'f' : 'd',
+				  n->type == NODE_BLOCKLIST ? 0644 : 0755,
+				  (unsigned long long)(n->type == NODE_BLOCKLIST ? n->size : 0),
+				  V_MTIME, hex));
+}
+
+/* The trees of the vectors' snapshots, as tree_line writes them. */
+static void tree_mon(const char *vector, const char *snap)
+{
+	tree_line(vector, snap, "notes.txt", &L1);
+	tree_line(vector, snap, "todo", &L2);
+}
+
+static void tree_tue(const char *vector, const char *snap)
+{
+	tree_line(vector, snap, "notes.txt", &L1b);
+	tree_line(vector, snap, "todo", &L2);
+}
+
+static void write_trees(void)
+{
+	char fn[128];
+
+	for (size_t i = 0; i < ntrees; i++) {
+		snprintf(fn, sizeof(fn), "%s.tree", tree_names[i]);
+		write_file("good", fn, trees[i].data, trees[i].len);
+		fbuf_release(&trees[i]);
+	}
 }
 
 static struct stream_begin begin_of(const char *ds, const char *snap, uint64_t to,
@@ -400,10 +553,10 @@ static void put_node(struct stream_encoder *e, const struct node *n, struct fbuf
 /* tank/home@mon in post-order, from body record skip on (0: all). */
 static void body_mon(struct stream_encoder *e, struct fbuf *out, unsigned skip)
 {
-	const void *recs[] = {&B1, &B2, &L1, &B3, &L2, &D1};
-	const int isnode[] = {0, 0, 1, 0, 1, 1};
+	const void *recs[] = {&B1, &B2, &L1, &B3, &L2, &D1, &R1};
+	const int isnode[] = {0, 0, 1, 0, 1, 1, 1};
 
-	for (unsigned i = skip; i < 6; i++) {
+	for (unsigned i = skip; i < 7; i++) {
 		if (isnode[i])
 			put_node(e, recs[i], out);
 		else
@@ -417,6 +570,7 @@ static void body_tue(struct stream_encoder *e, struct fbuf *out)
 	CHECK(stream_encode_byref(e, B2.hash, B2.lsize, out));
 	put_node(e, &L1b, out);
 	put_node(e, &D1b, out);
+	put_node(e, &R1b, out);
 }
 
 /* A whole single stream: BEGIN b, the mon body, END. */
@@ -433,7 +587,7 @@ static void stream_mon(struct fbuf *out, unsigned encflags, const struct stream_
 
 static struct stream_begin begin_mon(void)
 {
-	return begin_of("tank/home", "mon", G_MON, 0, T_MON, 42, &D1);
+	return begin_of("tank/home", "mon", G_MON, 0, T_MON, 42, &R1);
 }
 
 /* ---- records of an existing stream ------------------------------------- */
@@ -530,33 +684,42 @@ static void good_vectors(void)
 	b = begin_mon();
 	stream_mon(&s, 0, &b);
 	good("full", &s);
+	tree_mon("full", "@mon");
+	{
+		/* what a receive interrupted after body record 3 kept */
+		struct recs r;
+		split(&s, &r);
+		write_file("good", "resumed.base", s.data, r.r[4].off);
+	}
 	fbuf_release(&s);
 
 	/* incremental: mon -> tue, one block changed */
 	fbuf_init(&s, 1 << 20);
 	CHECK(stream_encoder_new(&e, 0));
-	b = begin_of("tank/home", "tue", G_TUE, G_MON, T_TUE, 57, &D1b);
+	b = begin_of("tank/home", "tue", G_TUE, G_MON, T_TUE, 57, &R1b);
 	CHECK(stream_encode_begin(e, &b, &s));
 	body_tue(e, &s);
 	CHECK(stream_encode_end(e, &s));
 	stream_encoder_free(e);
 	good("incremental", &s);
+	tree_tue("incremental", "@tue");
 	fbuf_release(&s);
 
 	/* empty incremental: tue -> wed, nothing changed */
 	fbuf_init(&s, 1 << 20);
 	CHECK(stream_encoder_new(&e, 0));
-	b = begin_of("tank/home", "wed", G_WED, G_TUE, T_WED, 60, &D1b);
+	b = begin_of("tank/home", "wed", G_WED, G_TUE, T_WED, 60, &R1b);
 	CHECK(stream_encode_begin(e, &b, &s));
 	CHECK(stream_encode_end(e, &s));
 	stream_encoder_free(e);
 	good("empty-incremental", &s);
+	tree_tue("empty-incremental", "@wed");
 	fbuf_release(&s);
 
 	/* compressed (send -c): lz4, gzip-7, zle and off blocks */
 	fbuf_init(&s, 1 << 20);
 	CHECK(stream_encoder_new(&e, 0));
-	b = begin_of("tank/data", "c1", G_CMP, 0, T_MON, 43, &DC);
+	b = begin_of("tank/data", "c1", G_CMP, 0, T_MON, 43, &RC);
 	b.flags = STREAM_F_COMPRESSED;
 	CHECK(stream_encode_begin(e, &b, &s));
 	put_write(e, &C1, &s);
@@ -565,9 +728,11 @@ static void good_vectors(void)
 	put_write(e, &C4, &s);
 	put_node(e, &LC, &s);
 	put_node(e, &DC, &s);
+	put_node(e, &RC, &s);
 	CHECK(stream_encode_end(e, &s));
 	stream_encoder_free(e);
 	good("compressed", &s);
+	tree_line("compressed", "@c1", "big.bin", &LC);
 	fbuf_release(&s);
 
 	/* a volume with properties (send -p) */
@@ -581,7 +746,7 @@ static void good_vectors(void)
 		};
 		fbuf_init(&s, 1 << 20);
 		CHECK(stream_encoder_new(&e, 0));
-		b = begin_of("tank/vol", "p1", G_VOL, 0, T_TUE, 58, &LV);
+		b = begin_of("tank/vol", "p1", G_VOL, 0, T_TUE, 58, &RV);
 		b.ds_type = STREAM_DS_VOLUME;
 		b.flags = STREAM_F_PROPS;
 		b.props = props;
@@ -590,9 +755,11 @@ static void good_vectors(void)
 		put_write(e, &V1, &s);
 		put_write(e, &V2, &s);
 		put_node(e, &LV, &s);
+		put_node(e, &RV, &s);
 		CHECK(stream_encode_end(e, &s));
 		stream_encoder_free(e);
 		good("volume-props", &s);
+		tree_line("volume-props", "@p1", NULL, &LV);
 		fbuf_release(&s);
 	}
 
@@ -620,21 +787,25 @@ static void good_vectors(void)
 		CHECK(stream_encode_begin(e, &b, &s));
 		body_mon(e, &s, 0);
 		CHECK(stream_encode_end(e, &s));
-		b = begin_of("tank/home", "tue", G_TUE, G_MON, T_TUE, 57, &D1b);
+		b = begin_of("tank/home", "tue", G_TUE, G_MON, T_TUE, 57, &R1b);
 		b.flags = f;
 		CHECK(stream_encode_begin(e, &b, &s));
 		body_tue(e, &s);
 		CHECK(stream_encode_end(e, &s));
-		b = begin_of("tank/home/sub", "tue", G_SUB, 0, T_TUE, 57, &D5);
+		b = begin_of("tank/home/sub", "tue", G_SUB, 0, T_TUE, 57, &R5);
 		b.flags = f;
 		CHECK(stream_encode_begin(e, &b, &s));
 		put_write(e, &B5, &s);
 		put_node(e, &L5, &s);
 		put_node(e, &D5, &s);
+		put_node(e, &R5, &s);
 		CHECK(stream_encode_end(e, &s));
 		CHECK(stream_encode_package_end(e, &s));
 		stream_encoder_free(e);
 		good("package", &s);
+		tree_mon("package", "/home@mon");
+		tree_tue("package", "/home@tue");
+		tree_line("package", "/home/sub@tue", "readme", &L5);
 		fbuf_release(&s);
 	}
 
@@ -649,6 +820,7 @@ static void good_vectors(void)
 	CHECK(stream_encode_end(e, &s));
 	stream_encoder_free(e);
 	good("resumed", &s);
+	tree_mon("resumed", "@mon");
 	fbuf_release(&s);
 	memset(&tok, 0, sizeof(tok));
 	tok.to_guid = G_MON;
@@ -668,6 +840,7 @@ static void good_vectors(void)
 	b.features_opt = 0x4;
 	stream_mon(&s, STREAM_ENC_UNCHECKED, &b);
 	good("optional-feature", &s);
+	tree_mon("optional-feature", "@mon");
 	fbuf_release(&s);
 
 	/* skippable: a record of a future type that readers may skip */
@@ -682,9 +855,11 @@ static void good_vectors(void)
 	put_write(e, &B3, &s);
 	put_node(e, &L2, &s);
 	put_node(e, &D1, &s);
+	put_node(e, &R1, &s);
 	CHECK(stream_encode_end(e, &s));
 	stream_encoder_free(e);
 	good("skippable", &s);
+	tree_mon("skippable", "@mon");
 	{
 		struct recs r;
 		split(&s, &r);
@@ -857,17 +1032,18 @@ static void build_package(struct fbuf *s, unsigned encflags, const struct pkgmod
 	CHECK(stream_encode_begin(e, &b, s));
 	body_mon(e, s, 0);
 	CHECK(stream_encode_end(e, s));
-	b = begin_of("tank/home", "tue", G_TUE, G_MON, T_TUE, 57, &D1b);
+	b = begin_of("tank/home", "tue", G_TUE, G_MON, T_TUE, 57, &R1b);
 	b.flags = m->pkg_flags;
 	CHECK(stream_encode_begin(e, &b, s));
 	body_tue(e, s);
 	CHECK(stream_encode_end(e, s));
-	b = begin_of("tank/home/sub", "tue", G_SUB, 0, T_TUE, 57, &D5);
+	b = begin_of("tank/home/sub", "tue", G_SUB, 0, T_TUE, 57, &R5);
 	b.flags = m->pkg_flags;
 	CHECK(stream_encode_begin(e, &b, s));
 	put_write(e, &B5, s);
 	put_node(e, &L5, s);
 	put_node(e, &D5, s);
+	put_node(e, &R5, s);
 	CHECK(stream_encode_end(e, s));
 	CHECK(stream_encode_package_end(e, s));
 	stream_encoder_free(e);
@@ -893,14 +1069,14 @@ static void bad_vectors(void)
 	struct stream_encoder *e;
 	struct pkgmod m;
 	uint8_t hdr[STREAM_HDR_LEN + 64];
-	char longname[300];
+	char longname[300], msg[256];
 
 	fbuf_init(&base, 1 << 20);
 	b = begin_mon();
 	stream_mon(&base, 0, &b);
 	split(&base, &r);
 	/* r: 0 BEGIN, 1 WRITE B1, 2 WRITE B2, 3 NODE L1, 4 WRITE B3,
-	 *    5 NODE L2, 6 NODE D1 (root), 7 END */
+	 *    5 NODE L2, 6 NODE D1, 7 NODE R1 (root), 8 END */
 
 	/* damage in transit: the chain catches it where it happens */
 	flip("flip-header-length", &base, r.r[2].off + 4, 0, "corrupt",
@@ -913,8 +1089,8 @@ static void bad_vectors(void)
 	     "record 0 (BEGIN): trailer mismatch");
 	flip("flip-trailer", &base, r.r[5].off + r.r[5].size - 1, 7, "corrupt",
 	     "record 5 (NODE): trailer mismatch");
-	flip("flip-end", &base, r.r[7].off + STREAM_HDR_LEN + 20, 1, "corrupt",
-	     "record 7 (END): trailer mismatch");
+	flip("flip-end", &base, r.r[8].off + STREAM_HDR_LEN + 20, 1, "corrupt",
+	     "record 8 (END): trailer mismatch");
 	cut("empty", &base, 0, "truncated", "empty stream");
 	cut("trunc-header", &base, r.r[4].off + 5, "truncated",
 	    "stream truncated in record 4: 5 of 8 header bytes");
@@ -922,17 +1098,17 @@ static void bad_vectors(void)
 	    "stream truncated in record 2 (WRITE): 100 of 560 payload bytes");
 	cut("trunc-trailer", &base, r.r[1].off + r.r[1].size - 3, "truncated",
 	    "stream truncated in record 1 (WRITE): 13 of 16 trailer bytes");
-	cut("trunc-before-end", &base, r.r[7].off, "truncated",
-	    "stream truncated after record 6 (NODE): END missing");
+	cut("trunc-before-end", &base, r.r[8].off, "truncated",
+	    "stream truncated after record 7 (NODE): END missing");
 	cut("trunc-in-begin", &base, 60, "truncated",
 	    "stream truncated in record 0 (BEGIN): 52 of 132 payload bytes");
-	order("reordered", &base, &r, (const int[]){0, 2, 1, 3, 4, 5, 6, 7}, 8, "corrupt",
+	order("reordered", &base, &r, (const int[]){0, 2, 1, 3, 4, 5, 6, 7, 8}, 9, "corrupt",
 	      "record 1 (WRITE): trailer mismatch");
-	order("dropped", &base, &r, (const int[]){0, 1, 2, 3, 5, 6, 7}, 7, "corrupt",
+	order("dropped", &base, &r, (const int[]){0, 1, 2, 3, 5, 6, 7, 8}, 8, "corrupt",
 	      "record 4 (NODE): trailer mismatch");
-	order("replayed", &base, &r, (const int[]){0, 1, 1, 2, 3, 4, 5, 6, 7}, 9, "corrupt",
+	order("replayed", &base, &r, (const int[]){0, 1, 1, 2, 3, 4, 5, 6, 7, 8}, 10, "corrupt",
 	      "record 2 (WRITE): trailer mismatch");
-	order("end-only", &base, &r, (const int[]){0, 7}, 2, "corrupt",
+	order("end-only", &base, &r, (const int[]){0, 8}, 2, "corrupt",
 	      "record 1 (END): trailer mismatch");
 
 	/* a record spliced in from a stream of another snapshot */
@@ -956,12 +1132,14 @@ static void bad_vectors(void)
 	fbuf_reset(&s);
 	CHECK(fbuf_append(&s, base.data, base.len));
 	CHECK(fbuf_append(&s, "junk\n", 5));
-	badbuf("trailing-data", &s, "corrupt",
-	       "trailing data at byte 1675, after the final END (record 7)");
+	snprintf(msg, sizeof(msg), "trailing data at byte %zu, after the final END (record %zu)",
+		 base.len, r.n - 1);
+	badbuf("trailing-data", &s, "corrupt", msg);
 	fbuf_reset(&s);
 	CHECK(fbuf_append(&s, base.data, base.len));
 	CHECK(fbuf_append(&s, base.data, base.len));
-	badbuf("two-streams", &s, "corrupt", "trailing data at byte 1675, after the final END");
+	snprintf(msg, sizeof(msg), "trailing data at byte %zu, after the final END", base.len);
+	badbuf("two-streams", &s, "corrupt", msg);
 	fbuf_release(&other);
 	bad("not-ferry", "This is not a ferry stream, just text.\n", 39, "corrupt",
 	    "record 0: not a ferry stream (first record type 26708");
@@ -1052,10 +1230,10 @@ static void bad_vectors(void)
 	patch("node-type-zero", &r, 5, 0, 1, 0, 0, "corrupt", "record 5 (NODE): node type 0");
 	patch_xor("write-hash", &r, 4, 0, 0x55, 0, "corrupt",
 	      "record 4 (WRITE): block hash does not match its content");
-	patch("end-count", &r, 7, 0, 8, 6, 1, "corrupt",
-	      "record 7 (END): record count 6, expected 7");
-	patch_xor("end-digest", &r, 7, 8, 0x55, 1, "corrupt",
-	      "record 7 (END): chain digest does not match the records before it");
+	patch("end-count", &r, 8, 0, 8, 7, 1, "corrupt",
+	      "record 8 (END): record count 7, expected 8");
+	patch_xor("end-digest", &r, 8, 8, 0x55, 1, "corrupt",
+	      "record 8 (END): chain digest does not match the records before it");
 
 	b = begin_mon();
 	b.dataset = "tank/../etc";
@@ -1194,7 +1372,7 @@ static void bad_vectors(void)
 	/* WRITE_BYREF fields */
 	fbuf_reset(&s);
 	CHECK(stream_encoder_new(&e, STREAM_ENC_UNCHECKED));
-	b = begin_of("tank/home", "tue", G_TUE, G_MON, T_TUE, 57, &D1b);
+	b = begin_of("tank/home", "tue", G_TUE, G_MON, T_TUE, 57, &R1b);
 	CHECK(stream_encode_begin(e, &b, &s));
 	CHECK(stream_encode_byref(e, B2.hash, 0, &s));
 	body_tue(e, &s);
@@ -1212,19 +1390,19 @@ static void bad_vectors(void)
 	       "record 1 (WRITE_BYREF): lsize 2097152 exceeds maximum 1048576");
 
 	/* grammar */
-	order("swapped-nodes", &base, &r, (const int[]){0, 1, 2, 3, 4, 6, 5, 7}, 8, "corrupt",
+	order("swapped-nodes", &base, &r, (const int[]){0, 1, 2, 3, 4, 6, 5, 7, 8}, 9, "corrupt",
 	      "record 5 (NODE): trailer mismatch");
 	{
 		struct recs x = r;
-		x.r[5] = r.r[6];
-		x.r[6] = r.r[5];
+		x.r[6] = r.r[7];
+		x.r[7] = r.r[6];
 		fbuf_reset(&s);
 		emit(&x, &s);
 		badbuf("root-not-last-rechained", &s, "corrupt",
-		       "record 7 (END): the last record before END is not the root node named "
+		       "record 8 (END): the last record before END is not the root node named "
 		       "by BEGIN");
 		x = r;
-		x.r[1] = r.r[7];
+		x.r[1] = r.r[8];
 		x.n = 2;
 		fbuf_reset(&s);
 		emit(&x, &s);
@@ -1242,31 +1420,31 @@ static void bad_vectors(void)
 	fbuf_init(&pkg, 1 << 20);
 	build_package(&pkg, 0, &m);
 	split(&pkg, &ro);
-	/* ro: 0 PACKAGE, 1-2 DATASET, 3 BEGIN, 4-9, 10 END, 11 BEGIN, 12-15,
-	 *     16 END, 17 BEGIN, 18-20, 21 END, 22 PACKAGE_END */
-	patch("pkg-nsub", &ro, 22, 8, 8, 2, 1, "corrupt",
-	      "record 22 (PACKAGE_END): substream count 2, expected 3");
-	patch("pkg-count", &ro, 22, 0, 8, 21, 1, "corrupt",
-	      "record 22 (PACKAGE_END): record count 21, expected 22");
-	patch_xor("pkg-end-digest", &ro, 22, 16, 0x55, 1, "corrupt",
-	      "record 22 (PACKAGE_END): chain digest does not match the records before it");
+	/* ro: 0 PACKAGE, 1-2 DATASET, 3 BEGIN, 4-10, 11 END, 12 BEGIN, 13-17,
+	 *     18 END, 19 BEGIN, 20-23, 24 END, 25 PACKAGE_END */
+	patch("pkg-nsub", &ro, 25, 8, 8, 2, 1, "corrupt",
+	      "record 25 (PACKAGE_END): substream count 2, expected 3");
+	patch("pkg-count", &ro, 25, 0, 8, 24, 1, "corrupt",
+	      "record 25 (PACKAGE_END): record count 24, expected 25");
+	patch_xor("pkg-end-digest", &ro, 25, 16, 0x55, 1, "corrupt",
+	      "record 25 (PACKAGE_END): chain digest does not match the records before it");
 	patch("pkg-datasets-count", &ro, 0, 32, 4, 100000, 0, "limit",
 	      "record 0 (PACKAGE): dataset count 100000 exceeds maximum 65536");
 	patch("pkg-version", &ro, 0, 8, 2, 7, 0, "unsupported",
 	      "record 0 (PACKAGE): format version 7 (this reader supports 1)");
-	cut("pkg-truncated", &pkg, ro.r[22].off, "truncated",
-	    "stream truncated after record 21 (END): PACKAGE_END missing");
-	cut("pkg-truncated-sub", &pkg, ro.r[16].off, "truncated",
-	    "stream truncated after record 15 (NODE): END missing");
+	cut("pkg-truncated", &pkg, ro.r[25].off, "truncated",
+	    "stream truncated after record 24 (END): PACKAGE_END missing");
+	cut("pkg-truncated-sub", &pkg, ro.r[18].off, "truncated",
+	    "stream truncated after record 17 (NODE): END missing");
 	{
 		struct recs x = ro;
-		for (size_t i = 10; i + 1 < x.n; i++)
+		for (size_t i = 11; i + 1 < x.n; i++)
 			x.r[i] = x.r[i + 1];
 		x.n--;
 		fbuf_reset(&s);
 		emit(&x, &s);
 		badbuf("pkg-sub-no-end", &s, "corrupt",
-		       "record 10 (BEGIN): BEGIN inside a snapshot stream");
+		       "record 11 (BEGIN): BEGIN inside a snapshot stream");
 	}
 	m = pkg_default();
 	m.ds_name[1] = "tank/homework";
@@ -1346,6 +1524,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	good_vectors();
+	write_trees();
 	bad_vectors();
 	if (fclose(classes) != 0) {
 		perror(path);

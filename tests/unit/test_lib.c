@@ -978,6 +978,26 @@ static void test_err_save(void **state)
 	assert_null(ferry_err_detail());
 }
 
+/* A cleanup that fails on an error path is named after the error. */
+static void test_err_restore_also(void **state)
+{
+	struct ferry_errsave e;
+	int r = ferry_err(FERR_IO, "cannot write pack 'a': I/O error");
+
+	ferry_err_save(&e);
+	assert_int_equal(io_unlink("/nonexistent/ferry/x"), -FERR_NOENT);
+	ferry_err_restore_also(&e, "removing pack 'b'");
+	assert_non_null(strstr(ferry_errmsg(r), "cannot write pack 'a': I/O error (and then removing"
+				" pack 'b' failed: "));
+	assert_non_null(strstr(ferry_errmsg(r), "/nonexistent/ferry/x"));
+	ferry_err_clear();
+	ferry_err_save(&e);
+	(void)ferry_err(FERR_IO, "second");
+	ferry_err_restore_also(&e, "rolling back");
+	assert_string_equal(ferry_err_detail(), "rolling back failed: second");
+	ferry_err_clear();
+}
+
 static void test_io_mkdirs(void **state)
 {
 	char *dir = tmpdir_new(), *deep = path_join(dir, "a/b//c/d/"), *f = path_join(dir, "file");
@@ -1412,6 +1432,7 @@ int main(void)
 		cmocka_unit_test(test_io_mkdirs),
 		cmocka_unit_test(test_io_exact_modes),
 		cmocka_unit_test(test_err_save),
+		cmocka_unit_test(test_err_restore_also),
 		cmocka_unit_test(test_workq_order),
 		cmocka_unit_test(test_workq_busy),
 		cmocka_unit_test(test_workq_free_pending),

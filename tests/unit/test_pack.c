@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "store/store.h"
+#include "store/internal.h" /* cat_exec: to play SQLite rolling back by itself */
 
 static char tmpdir[256];
 static struct store_pool *P;
@@ -385,6 +386,57 @@ static void test_uncommitted_is_given_back(void **state)
 	assert_int_equal(count_packs(), before);
 }
 
+
+/* SQLite may roll a transaction back by itself after a failed statement
+ * (no memory, a full disk, an I/O error). Played here with a ROLLBACK
+ * behind the store's back: nothing after it may commit piecewise, the
+ * transaction's commit fails, and a writer whose pending rows went with
+ * it refuses to commit or save them (it would reference blocks it never
+ * recorded, which gc would then free). */
+static void test_lost_rollbacks(void **state)
+{
+	static uint8_t d[6000], sc[8000];
+	struct codec_spec lz4 = {CODEC_LZ4, 0};
+	struct store_block b;
+	struct store_writer *w = NULL;
+	struct store_propval v;
+	uint8_t root[FERRY_HASH_LEN];
+	for (size_t i = 0; i < sizeof d; i++)
+		d[i] = (uint8_t)(i * 11 / 30);
+	/* a transaction: the rollback comes from nowhere, the set after it
+	 * runs outside any transaction and must not commit on its own */
+	struct store_propset ps = {"org.test:lost", "1"};
+	assert_int_equal(store_tx_begin(P), 0);
+	assert_int_equal(cat_exec(P, "ROLLBACK"), 0);
+	assert_int_not_equal(store_prop_set(P, &DS, &ps, 1, STORE_SRC_LOCAL), 0);
+	ferry_err_clear();
+	int r = store_tx_commit(P);
+	assert_int_equal(r, -FERR_CATALOG);
+	assert_non_null(strstr(ferry_errmsg(r), "rolled back a transaction"));
+	assert_int_equal(store_prop_get(P, &DS, "org.test:lost", &v), 0);
+	assert_string_equal(v.value, "-");
+	/* and the next transaction is a normal one */
+	assert_int_equal(store_prop_set(P, &DS, &ps, 1, STORE_SRC_LOCAL), 0);
+	assert_int_equal(store_prop_get(P, &DS, "org.test:lost", &v), 0);
+	assert_string_equal(v.value, "1");
+	/* a writer's batch rolled back: its pending rows are gone */
+	assert_int_equal(store_block_prepare(lz4, d, sizeof d, sc, sizeof sc, &b), 0);
+	assert_int_equal(store_writer_new(P, &w), 0);
+	assert_int_equal(store_writer_put(w, &b, NULL), 0);
+	assert_int_equal(store_writer_intact(w), 0);
+	assert_int_equal(cat_exec(P, "ROLLBACK"), 0);
+	assert_int_equal(store_writer_intact(w), -FERR_CATALOG);
+	assert_int_equal(store_writer_ref(w, b.hash), -FERR_CATALOG);
+	make_root(w, root);
+	ferry_err_clear();
+	assert_int_equal(store_writer_commit_snapshot(w, &DS, "lost", root, 0, 0, NULL),
+			 -FERR_CATALOG);
+	store_writer_free(w);
+	struct store_snap s;
+	assert_int_equal(store_snap_lookup(P, "tank/fs@lost", &s), -FERR_NOENT);
+	ferry_err_clear();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -394,6 +446,7 @@ int main(void)
 		cmocka_unit_test(test_self_describing),
 		cmocka_unit_test(test_corruption_detected),
 		cmocka_unit_test(test_uncommitted_is_given_back),
+		cmocka_unit_test(test_lost_rollbacks),
 	};
 	if (ferry_lib_init() < 0)
 		return 1;
