@@ -287,6 +287,32 @@ static int prop_cb(const struct store_propval *v, void *arg)
 	return 0;
 }
 
+static int hold_cb(struct store_pool *p, const struct store_hold *h, void *arg)
+{
+	json_t *t = json_integer((json_int_t)(h->creation_ns / 1000000000u));
+	if (!t || json_object_set_new(arg, h->tag, t) < 0)
+		return ferry_err(FERR_NOMEM, "listing holds");
+	return 0;
+}
+
+/* A snapshot's holds as `ferry holds --json -p` gives them: {TAG: SECONDS}. */
+static int snap_holds(struct store_pool *p, const struct store_ds *ds, json_t *o)
+{
+	struct store_snap sn;
+	json_t *h = json_object();
+	int r;
+	if (!h)
+		return ferry_err(FERR_NOMEM, "listing holds");
+	memset(&sn, 0, sizeof sn);
+	sn.id = ds->id;
+	snprintf(sn.name, sizeof sn.name, "%s", ds->name);
+	if ((r = store_hold_iter(p, &sn, hold_cb, h)) < 0) {
+		json_decref(h);
+		return r;
+	}
+	return json_object_set_new(o, "holds", h) < 0 ? ferry_err(FERR_NOMEM, "listing holds") : 0;
+}
+
 static int list_object(struct store_pool *p, const struct store_ds *ds, struct lister *l)
 {
 	static const unsigned bit[] = {0, NET_T_FILESYSTEM, NET_T_VOLUME, NET_T_SNAPSHOT, NET_T_BOOKMARK};
@@ -315,6 +341,11 @@ static int list_object(struct store_pool *p, const struct store_ds *ds, struct l
 			goto fail;
 		json_object_set_new(o, "receive_resume_token", strcmp(l->v->value, "-")
 				    ? json_string(l->v->value) : json_null());
+	}
+	if (ds->type == STORE_DS_SNAPSHOT && (r = snap_holds(p, ds, o)) < 0) {
+		json_decref(o);
+		json_decref(props);
+		return r;
 	}
 	json_object_set_new(o, "properties", props);
 	json_array_append_new(l->objs, o);

@@ -1,7 +1,7 @@
 /* cli/http.h — ferry's HTTP client commands (cli/http.c, cli/http_list.c):
- * send --to URL, recv --from URL, list and get of a URL. cmd_send.c,
- * cmd_recv.c and cmd_dataset.c hand their whole command line over when it
- * names a URL. */
+ * send --to URL, recv --from URL, list, get and holds of a URL. cmd_send.c,
+ * cmd_recv.c, cmd_list.c and cmd_hold.c hand their whole command line over
+ * when it names a URL. */
 #ifndef FERRY_CLI_HTTP_H
 #define FERRY_CLI_HTTP_H
 
@@ -56,5 +56,6 @@ int cli_http_send(int argc, char **argv); /* ferry send [opts] SNAPSHOT --to URL
 int cli_http_recv(int argc, char **argv); /* ferry recv [opts] --from URL@SNAP TARGET */
 int cli_http_list(int argc, char **argv); /* ferry list [opts] URL... */
 int cli_http_get(int argc, char **argv);  /* ferry get [opts] PROPS URL... */
+int cli_http_holds(int argc, char **argv); /* ferry holds [opts] URL@SNAP... */
 
 #endif

@@ -1,4 +1,4 @@
-/* cli/http_list.c — ferry list and ferry get of a URL: the server's
+/* cli/http_list.c — ferry list, get and holds of a URL: the server's
  * GET /v1/datasets answer (docs/ferry-http.7) printed as the local
  * commands print their rows. */
 #include <getopt.h>
@@ -323,5 +323,99 @@ int cli_http_get(int argc, char **argv)
 		table_print(&t, stdout, scripted);
 	table_release(&t);
 	cli_free_list(props, np);
+	return rc;
+}
+
+/* The holds of the snapshots in a GET /v1/datasets answer, appended to
+ * *v; with snapname, only of the snapshots of that name (holds -r). */
+static int holds_of(json_t *top, const char *snapname, struct store_hold **v, size_t *n,
+		    size_t *cap)
+{
+	json_t *o;
+	size_t k;
+	json_array_foreach(json_object_get(top, "objects"), k, o) {
+		const char *name = json_string_value(json_object_get(o, "name")), *at, *tag;
+		json_t *h = json_object_get(o, "holds"), *t;
+		if (!name || !(at = strchr(name, '@')) || (snapname && strcmp(at + 1, snapname)))
+			continue;
+		json_object_foreach(h, tag, t) {
+			int r = VEC_GROW(*v, *cap, *n, 8, "listing holds");
+			if (r < 0)
+				return r;
+			struct store_hold *e = &(*v)[(*n)++];
+			memset(e, 0, sizeof *e);
+			snprintf(e->snapshot, sizeof e->snapshot, "%s", name);
+			snprintf(e->tag, sizeof e->tag, "%s", tag);
+			json_int_t secs = json_integer_value(t);
+			e->creation_ns = secs > 0 ? (uint64_t)secs * 1000000000u : 0;
+		}
+	}
+	return 0;
+}
+
+int cli_http_holds(int argc, char **argv)
+{
+	static const struct option lo[] = {{"json", no_argument, NULL, 'j'}, HTTP_LONG_OPTS, {0, 0, 0, 0}};
+	const char *usage = "usage: ferry holds [-r] [-H] [-p] [--json] [--token-file FILE] "
+			    "[--cacert FILE] URL@SNAP...";
+	struct http_conn_opts co;
+	struct store_hold *v = NULL;
+	size_t n = 0, cap = 0;
+	int c, r, rc = EXIT_OK, recursive = 0, scripted = 0, exact = 0, json = 0;
+	memset(&co, 0, sizeof co);
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "rHp", lo, NULL)) != -1) {
+		int k = http_conn_opt(c, optarg, &co);
+		if (k < 0)
+			return EXIT_USAGE;
+		if (k)
+			continue;
+		switch (c) {
+		case 'r': recursive = 1; break;
+		case 'H': scripted = 1; break;
+		case 'p': exact = 1; break;
+		case 'j': json = 1; break;
+		default: return cli_bad_option(argv, usage);
+		}
+	}
+	if (optind == argc)
+		return cli_usage("%s", usage);
+	for (int i = optind; i < argc; i++)
+		if (!net_is_url(argv[i]) || !strrchr(argv[i], '@'))
+			return cli_usage("holds: give snapshot URLs (URL/DATASET@SNAP) or local "
+					 "names, not both ('%s')", argv[i]);
+	for (int i = optind; i < argc; i++) {
+		json_t *top = NULL;
+		/* the named snapshot first: a missing one is an error, as locally */
+		if ((r = fetch_objects(&co, argv[i], 0, "snapshot", &top)) != EXIT_OK) {
+			rc = r;
+			continue;
+		}
+		if (!recursive) {
+			r = holds_of(top, NULL, &v, &n, &cap);
+		} else {
+			/* -r: the snapshot of that name in every dataset below */
+			char ds[8192];
+			const char *at = strrchr(argv[i], '@');
+			json_decref(top);
+			top = NULL;
+			if ((size_t)(at - argv[i]) >= sizeof ds) {
+				rc = cli_usage("holds: URL too long");
+				continue;
+			}
+			memcpy(ds, argv[i], (size_t)(at - argv[i]));
+			ds[at - argv[i]] = 0;
+			if ((r = fetch_objects(&co, ds, -1, "snapshot", &top)) != EXIT_OK) {
+				rc = r;
+				continue;
+			}
+			r = holds_of(top, at + 1, &v, &n, &cap);
+		}
+		json_decref(top);
+		if (r < 0)
+			rc = cli_fail(r, "cannot list holds of '%s'", argv[i]);
+	}
+	cli_holds_print(v, n, json, exact, scripted);
+	free(v);
 	return rc;
 }

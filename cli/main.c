@@ -26,7 +26,7 @@ static const struct cli_cmd commands[] = {
 	{"restore", cmd_restore, "restore [--file PATH]... [--force] [-v] SNAPSHOT DIR | restore [--file PATH]... --format tar|pax|zip SNAPSHOT"},
 	{"hold", cmd_hold, "hold [-r] TAG SNAPSHOT..."},
 	{"release", cmd_release, "release [-r] TAG SNAPSHOT..."},
-	{"holds", cmd_holds, "holds [-r] [-H] [-p] [--json] SNAPSHOT..."},
+	{"holds", cmd_holds, "holds [-r] [-H] [-p] [--json] SNAPSHOT...|URL@SNAP..."},
 	{"rollback", cmd_rollback, "rollback [-r|-R] [-f] SNAPSHOT"},
 	{"diff", cmd_diff, "diff [-F] [-H] SNAPSHOT [SNAPSHOT|DATASET]"},
 	{"gc", cmd_gc, "gc [-v] POOL"},
