@@ -192,7 +192,7 @@ static unsigned status_of(int r, int receiving)
 		return receiving ? 409 : 404;
 	case FERR_BUSY: case FERR_EXISTS: case FERR_NOTEMPTY:
 		return 409;
-	case FERR_NOSPC:
+	case FERR_NOSPC: case FERR_QUOTA:
 		return 507;
 	default:
 		return 500;

@@ -1194,6 +1194,8 @@ int store_writer_commit_snapshot(struct store_writer *w, const struct store_ds *
 	}
 	sqlite3_finalize(st);
 	st = NULL;
+	if ((r = store_quota_check(p, ds, pb)) < 0) /* quota.c */
+		goto fail;
 	if ((r = store_tx_commit(p)) < 0)
 		goto out;
 	/* Committed: forget the pending rows (unless no snapshot follows:
