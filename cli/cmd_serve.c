@@ -553,8 +553,32 @@ static void recv_done(void *arg, const char *snapshot, const struct recv_stats *
 						 u64s(st->pbytes_written)));
 }
 
+#define EXCLUDE_MAX 64
+
+/* exclude=P,Q,... (recv -x): the names, split in buf (a copy of list),
+ * each a known property; -FERR_PROP naming one that is not. */
+static int exclude_list(const char *list, char *buf, const char **v, size_t *n)
+{
+	*n = 0;
+	snprintf(buf, NET_ARG_MAX + 1, "%s", list);
+	for (char *w = buf; *buf && w;) {
+		char *comma = strchr(w, ',');
+		if (comma)
+			*comma = 0;
+		if (*n == EXCLUDE_MAX)
+			return ferry_err(FERR_LIMIT, "more than %d properties", EXCLUDE_MAX);
+		if (!store_prop_known(w))
+			return ferry_err(FERR_PROP, "unknown property '%s'", w);
+		v[(*n)++] = w;
+		w = comma ? comma + 1 : NULL;
+	}
+	return 0;
+}
+
 static void ep_recv(struct srv *s, struct net_call *c, const struct net_req *q)
 {
+	char xbuf[NET_ARG_MAX + 1];
+	const char *excl[EXCLUDE_MAX];
 	struct store_pool *p = NULL;
 	struct store_ds parent;
 	struct recv_opts o;
@@ -602,10 +626,22 @@ static void ep_recv(struct srv *s, struct net_call *c, const struct net_req *q)
 	src.c = c;
 	rp.arr = json_array();
 	o.flags = RECV_RESUMABLE | (q->force ? RECV_FORCE : 0);
+	if ((r = exclude_list(q->exclude, xbuf, excl, &o.nexclude)) < 0) {
+		fail_err(c, r, 0, "exclude");
+		goto out;
+	}
+	o.exclude = excl;
 	o.threads = s->recv_threads;
 	o.done = recv_done;
 	o.arg = &rp;
 	r = recv_run(p, target, &src.base, &o, &st);
+	/* the receive is over (committed, or its partial state kept): the
+	 * dataset is free before the client hears so, or its next request
+	 * could still find it busy */
+	store_pool_close(p);
+	p = NULL;
+	busy_drop(s, ds);
+	taken = 0;
 	if (r == 0) {
 		answer_json(c, 200, json_pack("{s:i,s:O}", "protocol", NET_PROTOCOL, "received", rp.arr));
 		goto out;
@@ -635,6 +671,7 @@ out:
 static void ep_abort_or_destroy(struct srv *s, struct net_call *c, const struct net_req *q)
 {
 	struct store_pool *p = NULL;
+	const char *done = NULL;
 	int r, destroy = q->ep == NET_EP_DESTROY;
 	if ((r = store_name_check(q->name, destroy ? STORE_NAME_SNAPSHOT : STORE_NAME_DATASET)) < 0) {
 		fail_err(c, r, 0, q->name);
@@ -659,8 +696,7 @@ static void ep_abort_or_destroy(struct srv *s, struct net_call *c, const struct 
 			fail_err(c, r, 0, q->name);
 			goto out;
 		}
-		answer_json(c, 200, json_pack("{s:i,s:s}", "protocol", NET_PROTOCOL, "destroyed",
-					      q->name));
+		done = "destroyed";
 	} else {
 		store_pool_activity(p, "an abort of a partial receive over HTTP");
 		if ((r = recv_abort(p, q->name)) < 0) {
@@ -670,11 +706,15 @@ static void ep_abort_or_destroy(struct srv *s, struct net_call *c, const struct 
 				fail_err(c, r, 0, q->name);
 			goto out;
 		}
-		answer_json(c, 200, json_pack("{s:i,s:s}", "protocol", NET_PROTOCOL, "aborted", q->name));
+		done = "aborted";
 	}
 out:
+	/* free before the answer: the client's next request must not find
+	 * the dataset busy */
 	store_pool_close(p);
 	busy_drop(s, q->dataset);
+	if (done)
+		answer_json(c, 200, json_pack("{s:i,s:s}", "protocol", NET_PROTOCOL, done, q->name));
 }
 
 /* ---- GET /v1/send/DATASET@SNAP ------------------------------------------------------- */

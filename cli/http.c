@@ -81,7 +81,7 @@ int http_conn_opt(int c, const char *arg, struct http_conn_opts *co)
 }
 
 /* The token: --token-file's first line, else $FERRY_TOKEN, else none. */
-static int read_token(const struct http_conn_opts *co, char *out, size_t n)
+int http_read_token(const struct http_conn_opts *co, char *out, size_t n)
 {
 	out[0] = 0;
 	if (co->token_file) {
@@ -152,7 +152,7 @@ int http_connect(const struct http_conn_opts *co, const char *url, char *name, s
 	int r;
 	if ((r = net_url_split(url, base, sizeof base, name, nname)) < 0)
 		return cli_fail(r, "bad URL");
-	if ((r = read_token(co, tok, sizeof tok)) < 0)
+	if ((r = http_read_token(co, tok, sizeof tok)) < 0)
 		return cli_fail(r, "cannot read the token");
 	memset(&o, 0, sizeof o);
 	o.base = base;

@@ -39,6 +39,8 @@ enum { HTTP_OPT_TOKEN_FILE = 0x1000, HTTP_OPT_CACERT, HTTP_OPT_LIMIT_RATE, HTTP_
 /* Takes getopt code c with optarg into co: 1 when it was one of them, 0
  * when not, -1 after printing a usage error. */
 int http_conn_opt(int c, const char *arg, struct http_conn_opts *co);
+/* The token: --token-file's first line, else $FERRY_TOKEN, else "". */
+int http_read_token(const struct http_conn_opts *co, char *out, size_t n) FERRY_WUR;
 /* A client for url's server (base written to base); name gets the URL's
  * decoded name. Prints the error and returns EXIT_* on failure, 0 on
  * success. */

@@ -156,6 +156,7 @@ struct net_req {
 	char from[NET_ARG_MAX + 1];
 	char compress[NET_ARG_MAX + 1];
 	char token[NET_ARG_MAX + 1];
+	char exclude[NET_ARG_MAX + 1];   /* receive: PROP[,PROP]... (recv -x) */
 };
 /* Parses a request: method, the raw path (percent-encoded, without the
  * query) and its raw parameters. Returns 0 with *out filled, or a

@@ -365,6 +365,9 @@ int net_req_parse(const char *method, const char *path, const struct net_arg *ar
 			r = parse_types(val, &q->types);
 		else if (ep == NET_EP_RECV && !strcmp(key, "force"))
 			r = want_bool(key, val, &q->force);
+		else if (ep == NET_EP_RECV && !strcmp(key, "exclude"))
+			r = *val ? (snprintf(q->exclude, sizeof q->exclude, "%s", val), 0)
+				 : ferry_err(FERR_INVAL, "parameter 'exclude' is empty");
 		else if (ep == NET_EP_SEND && !strcmp(key, "intermediate"))
 			r = want_bool(key, val, &q->intermediate);
 		else if (ep == NET_EP_SEND && !strcmp(key, "replicate"))
