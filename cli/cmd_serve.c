@@ -635,6 +635,24 @@ static void ep_recv(struct srv *s, struct net_call *c, const struct net_req *q)
 	o.done = recv_done;
 	o.arg = &rp;
 	r = recv_run(p, target, &src.base, &o, &st);
+	char msg[512] = "";
+	unsigned stc = 0;
+	int stopping = 0, gone = 0;
+	if (r < 0) {
+		stopping = net_call_stopping(c);
+		gone = !stopping && net_call_conn_failed(c);
+		if (stopping || gone) {
+			snprintf(msg, sizeof msg, "%s", ferry_errmsg(r));
+		} else {
+			/* recorded while the dataset is still busy: a client
+			 * that lost the answer waits for receiving to go false,
+			 * then reads last_error */
+			stc = status_of(r, 1);
+			snprintf(msg, sizeof msg, "cannot receive into '%s': %s", target,
+				 ferry_errmsg(r));
+			lasterr_set(s, ds, stc, msg);
+		}
+	}
 	/* the receive is over (committed, or its partial state kept): the
 	 * dataset is free before the client hears so, or its next request
 	 * could still find it busy */
@@ -642,23 +660,16 @@ static void ep_recv(struct srv *s, struct net_call *c, const struct net_req *q)
 	p = NULL;
 	busy_drop(s, ds);
 	taken = 0;
-	if (r == 0) {
+	if (r == 0)
 		answer_json(c, 200, json_pack("{s:i,s:O}", "protocol", NET_PROTOCOL, "received", rp.arr));
-		goto out;
-	}
-	if (net_call_stopping(c)) {
-		net_call_fail(c, 503, "the server is stopping: %s", ferry_errmsg(r));
-	} else if (net_call_conn_failed(c)) {
+	else if (stopping)
+		net_call_fail(c, 503, "the server is stopping: %s", msg);
+	else if (gone)
 		/* nobody reads this answer; the partial state and its token say
 		 * where the receive stands */
-		net_call_fail(c, 400, "%s", ferry_errmsg(r));
-	} else {
-		unsigned stc = status_of(r, 1);
-		char msg[512];
-		snprintf(msg, sizeof msg, "cannot receive into '%s': %s", target, ferry_errmsg(r));
-		lasterr_set(s, ds, stc, msg);
+		net_call_fail(c, 400, "%s", msg);
+	else
 		net_call_fail(c, stc, "%s", msg);
-	}
 out:
 	json_decref(rp.arr);
 	store_pool_close(p);
