@@ -52,9 +52,15 @@ int cmd_diff(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 int cmd_send(int argc, char **argv);
 int cmd_recv(int argc, char **argv);
+int cmd_serve(int argc, char **argv);  /* cmd_serve.c: docs/ferry-serve.8 */
+int cmd_token(int argc, char **argv);  /* cmd_token.c */
 int cmd_hold(int argc, char **argv);    /* cmd_hold.c */
 int cmd_release(int argc, char **argv);
 int cmd_holds(int argc, char **argv);
+/* Prints holds as `ferry holds` does: zfs's table (-H: tab-separated, no
+ * header; -p: seconds) or with json its --json document. */
+struct store_hold;
+void cli_holds_print(const struct store_hold *v, size_t n, int json, int exact, int scripted);
 int cmd_sync(int argc, char **argv);       /* cmd_sync.c */
 int cmd_sync_state(int argc, char **argv);
 int cmd_prune(int argc, char **argv);      /* cmd_prune.c */

@@ -10,6 +10,7 @@
 
 #include "../store/store.h"
 #include "cli.h"
+#include "http.h"
 
 /* The snapshots a hold command names: each SNAP and, with -r, the
  * snapshot of the same name in every descendant that has one (zfs hold
@@ -144,12 +145,67 @@ static void hold_time(const struct store_hold *h, int exact, char *buf, size_t n
 	strftime(buf, n, "%a %b %e %H:%M %Y", &tm);
 }
 
+void cli_holds_print(const struct store_hold *v, size_t n, int json, int exact, int scripted)
+{
+	char ts[64];
+	if (json) {
+		json_t *top = json_object(), *ver = json_object(), *all = json_object();
+		json_object_set_new(ver, "command", json_string("ferry holds"));
+		json_object_set_new(ver, "vers_major", json_integer(0));
+		json_object_set_new(ver, "vers_minor", json_integer(1));
+		json_object_set_new(top, "output_version", ver);
+		json_object_set_new(top, "holds", all);
+		for (size_t i = 0; i < n; i++) {
+			json_t *s = json_object_get(all, v[i].snapshot), *tags;
+			if (!s) {
+				s = json_object();
+				json_object_set_new(s, "name", json_string(v[i].snapshot));
+				json_object_set_new(s, "holds", json_object());
+				json_object_set_new(all, v[i].snapshot, s);
+			}
+			tags = json_object_get(s, "holds");
+			if (exact) {
+				json_object_set_new(tags, v[i].tag,
+						    json_integer((json_int_t)(v[i].creation_ns /
+									      1000000000u)));
+			} else {
+				hold_time(&v[i], 0, ts, sizeof ts);
+				json_object_set_new(tags, v[i].tag, json_string(ts));
+			}
+		}
+		json_dumpf(top, stdout, JSON_INDENT(2));
+		fputc('\n', stdout);
+		json_decref(top);
+		return;
+	}
+	/* zfs: columns as wide as their widest cell (the header not
+	 * counted), two spaces apart; the header even with no hold */
+	int nw = 0, tw = 0;
+	for (size_t i = 0; i < n; i++) {
+		if ((int)strlen(v[i].snapshot) > nw)
+			nw = (int)strlen(v[i].snapshot);
+		if ((int)strlen(v[i].tag) > tw)
+			tw = (int)strlen(v[i].tag);
+	}
+	if (!scripted)
+		printf("%-*s  %-*s  %s\n", nw, "NAME", tw, "TAG", "TIMESTAMP");
+	for (size_t i = 0; i < n; i++) {
+		hold_time(&v[i], exact, ts, sizeof ts);
+		if (scripted)
+			printf("%s\t%s\t%s\n", v[i].snapshot, v[i].tag, ts);
+		else
+			printf("%-*s  %-*s  %s\n", nw, v[i].snapshot, tw, v[i].tag, ts);
+	}
+}
+
 int cmd_holds(int argc, char **argv)
 {
 	static const struct option lo[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
-	const char *usage = "usage: ferry holds [-r] [-H] [-p] [--json] SNAPSHOT...";
+	const char *usage = "usage: ferry holds [-r] [-H] [-p] [--json] SNAPSHOT... | ferry holds ... URL@SNAP...";
 	struct holds_out o = {0};
 	int c, r, recursive = 0, scripted = 0, exact = 0, json = 0, rc = EXIT_OK;
+	if (cli_http_has_url(argc, argv))
+		return cli_http_holds(argc, argv); /* cli/http_list.c */
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+rHp", lo, NULL)) != -1) {
 		switch (c) {
@@ -179,56 +235,7 @@ int cmd_holds(int argc, char **argv)
 			ferry_err_clear();
 		}
 	}
-	char ts[64];
-	if (json) {
-		json_t *top = json_object(), *ver = json_object(), *all = json_object();
-		json_object_set_new(ver, "command", json_string("ferry holds"));
-		json_object_set_new(ver, "vers_major", json_integer(0));
-		json_object_set_new(ver, "vers_minor", json_integer(1));
-		json_object_set_new(top, "output_version", ver);
-		json_object_set_new(top, "holds", all);
-		for (size_t i = 0; i < o.n; i++) {
-			json_t *s = json_object_get(all, o.v[i].snapshot), *tags;
-			if (!s) {
-				s = json_object();
-				json_object_set_new(s, "name", json_string(o.v[i].snapshot));
-				json_object_set_new(s, "holds", json_object());
-				json_object_set_new(all, o.v[i].snapshot, s);
-			}
-			tags = json_object_get(s, "holds");
-			if (exact) {
-				json_object_set_new(tags, o.v[i].tag,
-						    json_integer((json_int_t)(o.v[i].creation_ns /
-									      1000000000u)));
-			} else {
-				hold_time(&o.v[i], 0, ts, sizeof ts);
-				json_object_set_new(tags, o.v[i].tag, json_string(ts));
-			}
-		}
-		json_dumpf(top, stdout, JSON_INDENT(2));
-		fputc('\n', stdout);
-		json_decref(top);
-		free(o.v);
-		return rc;
-	}
-	/* zfs: columns as wide as their widest cell (the header not
-	 * counted), two spaces apart; the header even with no hold */
-	int nw = 0, tw = 0;
-	for (size_t i = 0; i < o.n; i++) {
-		if ((int)strlen(o.v[i].snapshot) > nw)
-			nw = (int)strlen(o.v[i].snapshot);
-		if ((int)strlen(o.v[i].tag) > tw)
-			tw = (int)strlen(o.v[i].tag);
-	}
-	if (!scripted)
-		printf("%-*s  %-*s  %s\n", nw, "NAME", tw, "TAG", "TIMESTAMP");
-	for (size_t i = 0; i < o.n; i++) {
-		hold_time(&o.v[i], exact, ts, sizeof ts);
-		if (scripted)
-			printf("%s\t%s\t%s\n", o.v[i].snapshot, o.v[i].tag, ts);
-		else
-			printf("%-*s  %-*s  %s\n", nw, o.v[i].snapshot, tw, o.v[i].tag, ts);
-	}
+	cli_holds_print(o.v, o.n, json, exact, scripted);
 	free(o.v);
 	return rc;
 }

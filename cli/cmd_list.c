@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../store/store.h"
+#include "http.h"
 #include "table.h"
 
 /* ---- rows shared by list and get ----------------------------------------- */
@@ -471,6 +472,8 @@ int cmd_list(int argc, char **argv)
 	json_t *top = NULL;
 	size_t nshown = 0;
 	int rc;
+	if (cli_http_has_url(argc, argv))
+		return cli_http_list(argc, argv); /* cli/http_list.c */
 	memset(&o, 0, sizeof o);
 	memset(&rs, 0, sizeof rs);
 	o.cols = default_list_cols;
@@ -597,6 +600,8 @@ int cmd_get(int argc, char **argv)
 	struct table t;
 	struct rowset rs;
 	json_t *top = NULL;
+	if (cli_http_has_url(argc, argv))
+		return cli_http_get(argc, argv); /* cli/http_list.c */
 	memset(&g, 0, sizeof g);
 	memset(&rs, 0, sizeof rs);
 	g.types = (1 << STORE_DS_FILESYSTEM) | (1 << STORE_DS_VOLUME) | (1 << STORE_DS_SNAPSHOT) |

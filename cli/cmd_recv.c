@@ -9,6 +9,7 @@
 
 #include "../recv/recv.h"
 #include "cli.h"
+#include "http.h"
 
 struct recv_ui {
 	int verbose;
@@ -63,7 +64,8 @@ static void skipped_cb(void *arg, const char *name)
 
 static const char recv_usage[] =
 	"usage: ferry recv [-F] [-s] [-u] [-d|-e] [-n] [-v] [-o PROP=VAL]... "
-	"[-x PROP]... [--keep-source-compression] TARGET | ferry recv -A TARGET";
+	"[-x PROP]... [--keep-source-compression] TARGET | ferry recv -A TARGET | "
+	"ferry recv ... --from URL/DATASET@SNAP [-i BASE] TARGET";
 
 struct recv_args {
 	struct recv_opts o;
@@ -186,6 +188,8 @@ int cmd_recv(int argc, char **argv)
 	struct recv_args a;
 	struct store_pool *p = NULL;
 	int r, rc;
+	if (cli_http_has_opt(argc, argv, "--from"))
+		return cli_http_recv(argc, argv); /* cli/http.c */
 	memset(&a, 0, sizeof a);
 	a.set = calloc((size_t)argc, sizeof *a.set);
 	a.excl = calloc((size_t)argc, sizeof *a.excl);

@@ -11,6 +11,7 @@
 
 #include "../send/send.h"
 #include "cli.h"
+#include "http.h"
 
 struct send_ui {
 	int parsable;
@@ -68,7 +69,8 @@ static void progress_cb(void *arg, const struct send_progress *pr)
 
 static const char send_usage[] =
 	"usage: ferry send [-c] [--compress=CODEC] [-p] [-i SNAP|-i #BOOKMARK|-I SNAP] [-R] "
-	"[-n] [-v] [-P] SNAPSHOT | ferry send [-v] -t TOKEN";
+	"[-n] [-v] [-P] SNAPSHOT | ferry send [-v] -t TOKEN | ferry send ... SNAPSHOT "
+	"--to URL (see ferry-http(7))";
 
 /* Parses send's command line into o and ui; EXIT_OK or the exit code of
  * the error it printed. */
@@ -148,6 +150,8 @@ int cmd_send(int argc, char **argv)
 	struct send_ui ui;
 	struct send_stats st;
 	int r, rc;
+	if (cli_http_has_opt(argc, argv, "--to"))
+		return cli_http_send(argc, argv); /* cli/http.c */
 	memset(&o, 0, sizeof o);
 	memset(&ui, 0, sizeof ui);
 	memset(&st, 0, sizeof st);

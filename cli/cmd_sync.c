@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../net/net.h"
 #include "../sync/sync.h"
+#include "http.h"
 #include "table.h"
 
 struct sync_ui {
@@ -105,10 +107,12 @@ static void done_cb(void *arg, const struct sync_result *r)
 
 static const char sync_usage[] =
 	"usage: ferry sync [-r] [-n] [-v] [--json] [--no-intermediate] [--compress=auto|CODEC] "
-	"[-o PROP=VAL]... [-x PROP]... [-F] [--wait[=SECS]] SOURCE DESTINATION";
+	"[-o PROP=VAL]... [-x PROP]... [-F] [--wait[=SECS]] [--token-file FILE] [--cacert FILE] "
+	"SOURCE DESTINATION";
 
 static const char sync_help[] =
-	"  DESTINATION        POOL/DATASET, ssh://[USER@]HOST[:PORT]/POOL/DATASET\n"
+	"  DESTINATION        POOL/DATASET, ssh://[USER@]HOST[:PORT]/POOL/DATASET,\n"
+	"                     https://HOST:PORT/POOL/DATASET (a ferry serve; http:// too)\n"
 	"  -r                 the source's whole tree (new children are created)\n"
 	"  -n                 say what would be sent, send nothing\n"
 	"  -v                 say each step on stderr\n"
@@ -120,6 +124,8 @@ static const char sync_help[] =
 	"  -x PROP            do not receive PROP (recv -x)\n"
 	"  -F                 replace unrelated destination snapshots, roll back diverged ones\n"
 	"  --wait[=SECS]      wait for another sync of the same pair (default: exit 4 at once)\n"
+	"  --token-file FILE  https://: the token (its first line; default $FERRY_TOKEN)\n"
+	"  --cacert FILE      https://: the CA certificates to verify the server with\n"
 	"exit status: 0 in sync, 1 failed, 2 usage, 3 some datasets failed, 4 busy\n";
 
 int cmd_sync(int argc, char **argv)
@@ -132,8 +138,12 @@ int cmd_sync(int argc, char **argv)
 		{"wait", optional_argument, NULL, OPT_WAIT},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, OPT_HELP},
+		{"token-file", required_argument, NULL, HTTP_OPT_TOKEN_FILE},
+		{"cacert", required_argument, NULL, HTTP_OPT_CACERT},
 		{NULL, 0, NULL, 0},
 	};
+	struct http_conn_opts co;
+	char tok[NET_TOKEN_TEXT + 64] = "";
 	struct sync_opts o;
 	struct sync_ui ui;
 	struct store_propset *set = NULL;
@@ -149,7 +159,15 @@ int cmd_sync(int argc, char **argv)
 		rc = cli_fail(-FERR_NOMEM, "sync");
 		goto out;
 	}
+	memset(&co, 0, sizeof co);
 	while ((c = getopt_long(argc, argv, "+rnvFo:x:", lo, NULL)) != -1) {
+		int k = http_conn_opt(c, optarg, &co);
+		if (k < 0) {
+			rc = EXIT_USAGE;
+			goto out;
+		}
+		if (k)
+			continue;
 		switch (c) {
 		case 'r': o.flags |= SYNC_RECURSIVE; break;
 		case 'n': o.flags |= SYNC_DRYRUN; ui.dry = 1; break;
@@ -209,6 +227,14 @@ int cmd_sync(int argc, char **argv)
 	o.set = set;
 	o.exclude = excl;
 	o.ssh = getenv("FERRY_SSH");
+	if (net_is_url(dst)) {
+		if ((r = http_read_token(&co, tok, sizeof tok)) < 0) {
+			rc = cli_fail(r, "sync: cannot read the token");
+			goto out;
+		}
+		o.http_token = tok[0] ? tok : NULL;
+		o.http_cacert = co.cacert;
+	}
 	o.done = done_cb;
 	o.note = note_cb;
 	o.arg = &ui;
@@ -249,6 +275,7 @@ int cmd_sync(int argc, char **argv)
 	if (msg[0])
 		fprintf(stderr, "ferry: cannot sync '%s' to '%s': %s\n", src, dst, msg);
 out:
+	explicit_bzero(tok, sizeof tok);
 	json_decref(ui.list);
 	free(set);
 	free(excl);

@@ -35,7 +35,8 @@
 	X(PROP, "invalid property")                                  \
 	X(NOTEMPTY, "not empty")                                     \
 	X(NOSPACE_DST, "output does not fit")                        \
-	X(PARTIAL, "completed with warnings")
+	X(PARTIAL, "completed with warnings")                        \
+	X(QUOTA, "quota exceeded")
 
 enum ferry_errcode {
 	FERR_OK = 0,

@@ -5,7 +5,7 @@ set -eu
 pkgs="build-essential pkg-config liblz4-dev zlib1g-dev libdeflate-dev libsodium-dev
 libsqlite3-dev libarchive-dev libcurl4-openssl-dev libmicrohttpd-dev
 libcmocka-dev libjansson-dev perl attr acl lz4 pigz gzip xz-utils bzip2
-cpio zip python3 sqlite3 bsdextrautils strace util-linux
+cpio zip python3 sqlite3 bsdextrautils strace util-linux curl openssl
 openssh-client openssh-server"
 [ "${1:-}" = "--bench" ] && pkgs="$pkgs restic borgbackup hyperfine"
 [ "${1:-}" = "--fuzz" ] && pkgs="$pkgs clang libclang-rt-14-dev"

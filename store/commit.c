@@ -146,13 +146,14 @@ static int snap_written(struct store_pool *p, int64_t id, uint64_t pb, uint64_t 
 	return r;
 }
 
-static int snap_set_figures(struct store_pool *p, int64_t id)
+static int snap_set_figures(struct store_pool *p, int64_t id, uint64_t *referenced)
 {
 	sqlite3_stmt *st = NULL;
 	uint64_t pb = 0, lb = 0, written = 0;
 	int r;
 	if ((r = snap_figures(p, id, &pb, &lb)) < 0 || (r = snap_written(p, id, pb, &written)) < 0)
 		return r;
+	*referenced = pb;
 	if ((r = cat_prepare(p, "UPDATE snapshots SET referenced = ?, logicalreferenced = ?,"
 			       " written = ? WHERE id = ?", &st)) < 0)
 		return r;
@@ -170,9 +171,10 @@ int snap_record(struct store_pool *p, const struct store_ds *ds, const char *nam
 		const uint8_t root[FERRY_HASH_LEN], uint64_t guid, uint64_t creation_ns,
 		int64_t *id)
 {
+	uint64_t referenced = 0;
 	int r;
 	if ((r = snap_insert(p, ds, name, root, guid, creation_ns, id)) < 0 ||
-	    (r = snap_link_blocks(p, *id)) < 0)
+	    (r = snap_link_blocks(p, *id)) < 0 || (r = snap_set_figures(p, *id, &referenced)) < 0)
 		return r;
-	return snap_set_figures(p, *id);
+	return store_quota_check(p, ds, referenced); /* quota.c */
 }

@@ -109,13 +109,22 @@ void act_end(struct store_pool *p);
 void act_drop(struct store_pool *p);
 int act_busy(struct store_pool *p, int what);
 
+/* quota.c: 0 when a local value canon of property name (quota, refquota;
+ * any other passes) is none or not below what ds uses (references), else
+ * -FERR_PROP as zfs words it. */
+int quota_check_set(struct store_pool *p, const struct store_ds *ds, const char *name,
+		    const char *canon) FERRY_WUR;
+/* Lowers *avail to what the refquota of ds and the quotas of ds and its
+ * ancestors leave (zfs's available). */
+int quota_available(struct store_pool *p, const struct store_ds *ds, uint64_t *avail) FERRY_WUR;
+
 /* The registry (registry.c). */
 int registry_get(const char *name, char *path, size_t n) FERRY_WUR;
 int registry_put(const char *name, const char *path) FERRY_WUR;
 int registry_del(const char *name) FERRY_WUR;
 
 /* ---- properties: the rules (proprules.c), the values (prop.c) ---------- */
-enum prop_kind { PK_CODEC, PK_RECSIZE, PK_VOLSIZE, PK_VOLBLOCK, PK_PATH, PK_RO };
+enum prop_kind { PK_CODEC, PK_RECSIZE, PK_VOLSIZE, PK_VOLBLOCK, PK_PATH, PK_QUOTA, PK_RO };
 enum prop_settable { SET_NO, SET_YES, SET_CREATE };
 /* One native property: its kind of value, the dataset types it applies to
  * (1 << STORE_DS_*), when it may be set, whether it is inherited, whether
@@ -213,7 +222,8 @@ int pack_unlink_quiet(struct store_pool *p, const char *name);
 int pack_sync_dir_quiet(struct store_pool *p);
 /* commit.c, inside a writer's commit: -FERR_EXISTS if ds has a snapshot
  * name (full: ds@name); the snapshot row, its references (temp.w_refs)
- * and figures, *id its row id. */
+ * and figures, *id its row id; -FERR_QUOTA (store_quota_check) when the
+ * snapshot would put a dataset over its quota or refquota (quota.c). */
 int snap_name_free(struct store_pool *p, const struct store_ds *ds, const char *name,
 		   const char *full) FERRY_WUR;
 int snap_record(struct store_pool *p, const struct store_ds *ds, const char *name,

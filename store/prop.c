@@ -130,6 +130,8 @@ static int readonly_value(struct store_pool *p, const struct store_ds *ds,
 		uint64_t avail = 0;
 		if (statvfs(p->path, &v) == 0)
 			avail = (uint64_t)v.f_bavail * v.f_frsize;
+		if ((r = quota_available(p, ds, &avail)) < 0)
+			return r;
 		set_num(out, avail, 1);
 		return 0;
 	} else {
@@ -212,6 +214,14 @@ int store_prop_get(struct store_pool *p, const struct store_ds *ds, const char *
 	case PK_VOLBLOCK:
 		set_num(out, strtoull(out->exact, NULL, 10), 0);
 		break;
+	case PK_QUOTA: {
+		uint64_t q = strtoull(out->exact, NULL, 10);
+		if (q)
+			set_num(out, q, 0);
+		else
+			snprintf(out->value, sizeof out->value, "none");
+		break;
+	}
 	default:
 		snprintf(out->value, sizeof out->value, "%s", out->exact);
 	}
@@ -338,7 +348,8 @@ int prop_set(struct store_pool *p, const struct store_ds *ds,
 		const struct prop_def *d = prop_find(props[i].name);
 		const char *pname = d ? d->name : props[i].name;
 		if ((r = store_prop_validate(props[i].name, props[i].value, ds->type,
-					     create_time, canon, sizeof canon)) < 0)
+					     create_time, canon, sizeof canon)) < 0 ||
+		    (source == STORE_SRC_LOCAL && (r = quota_check_set(p, ds, pname, canon)) < 0))
 			goto fail;
 		sqlite3_reset(st);
 		sqlite3_bind_int64(st, 1, ds->id);

@@ -22,11 +22,13 @@ static const struct prop_def props_table[] = {
 	{"available", PK_RO, T_FS | T_VOL, SET_NO, 0, 1, NULL},
 	{"referenced", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
 	{"compressratio", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
+	{"quota", PK_QUOTA, T_FS, SET_YES, 0, 1, "0"},        /* quota.c */
 	{"recordsize", PK_RECSIZE, T_FS, SET_YES, 1, 1, "131072"},
 	{"volsize", PK_VOLSIZE, T_VOL, SET_YES, 0, 1, NULL},
 	{"volblocksize", PK_VOLBLOCK, T_VOL, SET_CREATE, 0, 1, "16384"},
 	{"compression", PK_CODEC, T_FS | T_VOL, SET_YES, 1, 1, "on"},
 	{"source", PK_PATH, T_FS, SET_YES, 0, 1, "none"},
+	{"refquota", PK_QUOTA, T_FS, SET_YES, 0, 1, "0"},     /* quota.c */
 	{"guid", PK_RO, T_FS | T_VOL | T_SNAP | T_BM, SET_NO, 0, 1, NULL},
 	{"createtxg", PK_RO, T_FS | T_VOL | T_SNAP | T_BM, SET_NO, 0, 1, NULL},
 	{"defer_destroy", PK_RO, T_SNAP, SET_NO, 0, 1, NULL},  /* destroy -d, hold.c */
@@ -134,6 +136,13 @@ int store_prop_validate(const char *name, const char *value, int type, int creat
 		if (parse_size(value, &v) < 0 || v == 0 || v > (UINT64_C(1) << 62))
 			return ferry_err(FERR_PROP, "'volsize' must be a size greater than zero, "
 				"not '%s'", value);
+		break;
+	case PK_QUOTA:
+		/* zfs: a size, or none (0); 0 is none too */
+		if (strcmp(value, "none") &&
+		    (parse_size(value, &v) < 0 || v > (UINT64_C(1) << 62)))
+			return ferry_err(FERR_PROP, "'%s' must be a size or 'none', not '%s'", d->name,
+					 value);
 		break;
 	case PK_PATH:
 		if (strcmp(value, "none") && value[0] != '/')

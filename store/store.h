@@ -222,6 +222,14 @@ struct store_space {
 };
 /* Exact accounting for ds (zeros until data lands). */
 int store_ds_space(struct store_pool *p, const struct store_ds *ds, struct store_space *out) FERRY_WUR;
+/* quota and refquota (quota.c; zfsprops(7)): inside the transaction that
+ * commits a new newest snapshot of ds referencing referenced bytes, with
+ * its rows in, 0 when ds's refquota and the quota of ds and of each
+ * ancestor hold, else -FERR_QUOTA naming the first dataset over its limit
+ * (the caller rolls back). Every snapshot commit (capture, receive) runs
+ * it; a dataset without limits costs one property lookup per level, one
+ * with a quota a pass over its subtree's blocks. */
+int store_quota_check(struct store_pool *p, const struct store_ds *ds, uint64_t referenced) FERRY_WUR;
 /* "1.93x" from logical and physical sizes (1.00x when physical is 0). */
 void store_format_ratio(uint64_t logical, uint64_t physical, char *buf, size_t n, int exact);
 

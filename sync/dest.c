@@ -2,7 +2,8 @@
  * process (send_run writes into a pipe that recv_run reads on a thread of
  * its own), or ssh running ferry on the far side (`ferry sync-state`,
  * `ferry recv -s -v`, `ferry recv -A`, all of them commands `ferry shell`
- * lets through) with the stream on its stdin. */
+ * lets through) with the stream on its stdin, or a ferry serve over HTTP
+ * (http.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../net/net.h"
 #include "../stream/stream.h"
 #include "internal.h"
 
@@ -26,12 +28,13 @@ int sync_dest_parse(const char *s, struct sync_dest *out)
 	int r;
 	memset(&d, 0, sizeof d);
 	if (!strncmp(s, "http://", 7) || !strncmp(s, "https://", 8)) {
+		char base[SYNC_DEST_MAX];
+		if (net_url_split(s, base, sizeof base, d.dataset, sizeof d.dataset) < 0 ||
+		    !d.dataset[0])
+			return ferry_err(FERR_NAME, "'%s': http[s]://HOST[:PORT]/POOL/DATASET", s);
+		snprintf(d.prefix, sizeof d.prefix, "%s/", base);
 		d.kind = SYNC_DEST_HTTP;
-		snprintf(d.prefix, sizeof d.prefix, "%s", s);
-		*out = d;
-		return 0;
-	}
-	if (!strncmp(s, "ssh://", 6)) {
+	} else if (!strncmp(s, "ssh://", 6)) {
 		const char *p = s + 6, *slash = strchr(p, '/'), *at;
 		if (!slash || slash == p)
 			return ferry_err(FERR_NAME, "'%s': ssh://[USER@]HOST[:PORT]/POOL/DATASET", s);
@@ -117,17 +120,24 @@ struct dst {
 	struct store_pool *p;  /* local */
 	char **ssh;            /* ssh: the command's words, NULL-terminated */
 	size_t nssh;
+	struct dst_http *http; /* http(s):// (http.c) */
 };
 
-int dst_open(const struct sync_dest *d, const char *ssh, int dry, struct dst **out)
+int dst_open(const struct sync_dest *d, const struct sync_opts *o, int dry, struct dst **out)
 {
 	struct dst *x = calloc(1, sizeof *x);
+	const char *ssh = o->ssh;
 	int r;
 	if (!x)
 		return ferry_err(FERR_NOMEM, "opening the destination");
 	x->d = *d;
 	x->dry = dry;
-	if (d->kind == SYNC_DEST_LOCAL) {
+	if (d->kind == SYNC_DEST_HTTP) {
+		if ((r = dh_open(d, o, &x->http)) < 0) {
+			free(x);
+			return r;
+		}
+	} else if (d->kind == SYNC_DEST_LOCAL) {
 		if ((r = store_pool_open_for(d->dataset, dry ? STORE_OPEN_RDONLY : 0, &x->p)) < 0) {
 			free(x);
 			return r;
@@ -170,6 +180,7 @@ void dst_close(struct dst *x)
 	if (!x)
 		return;
 	store_pool_close(x->p);
+	dh_close(x->http);
 	for (size_t i = 0; x->ssh && i < x->nssh; i++)
 		free(x->ssh[i]);
 	free(x->ssh);
@@ -258,6 +269,8 @@ int dst_state(struct dst *x, const char *target, int recursive, struct st_tree *
 {
 	struct fbuf cmd, text;
 	int r;
+	if (x->http)
+		return dh_state(x->http, target, recursive, out);
 	if (x->p) {
 		if ((r = store_read_begin(x->p)) < 0)
 			return r;
@@ -288,6 +301,8 @@ int dst_abort(struct dst *x, const char *target)
 	int r;
 	if (x->p)
 		return recv_abort(x->p, target);
+	if (x->http)
+		return dh_abort(x->http, target);
 	fbuf_init(&cmd, 65536);
 	if ((r = remote_cmd(&cmd, "recv -A", target)) == 0)
 		r = ssh_run(x, (const char *)cmd.data, "ferry recv -A", NULL);
@@ -314,6 +329,8 @@ struct dst_recv {
 	/* ssh */
 	struct proc pr;
 	int pr_on;
+	/* http(s):// */
+	struct dh_recv *http;
 };
 
 static void add_stats(struct recv_stats *a, const struct recv_stats *b)
@@ -384,6 +401,14 @@ int dst_recv_begin(struct dst *x, const char *target, unsigned rflags,
 	rv->rfd = rv->wfd = -1;
 	rv->rflags = rflags;
 	snprintf(rv->target, sizeof rv->target, "%s", target);
+	if (x->http) {
+		if ((r = dh_recv_begin(x->http, target, rflags, excl, nexcl, &rv->http, sink)) < 0) {
+			rv_free(rv);
+			return r;
+		}
+		*out = rv;
+		return 0;
+	}
 	if (x->p) {
 		/* copies: the thread outlives nothing of the caller's, but is
 		 * simplest to reason about with its own */
@@ -497,7 +522,9 @@ int dst_recv_end(struct dst_recv *rv, int send_rc, struct recv_stats *st, char *
 	int r = 0;
 	memset(st, 0, sizeof *st);
 	err[0] = 0;
-	if (rv->th_on) {
+	if (rv->http) {
+		r = dh_recv_end(rv->http, send_rc, st, err, errn);
+	} else if (rv->th_on) {
 		/* the end of the stream (a failed send's stream ends short: a
 		 * resumable receive keeps what arrived whole) */
 		close(rv->wfd);

@@ -1,5 +1,6 @@
-/* sync/internal.h — private to sync/: the destination's state, the two
- * destination backends (local pool in process, ssh to a far ferry),
+/* sync/internal.h — private to sync/: the destination's state, the three
+ * destination backends (local pool in process, ssh to a far ferry, a
+ * ferry serve over HTTP),
  * child processes, locks and shell quoting. */
 #ifndef FERRY_SYNC_INTERNAL_H
 #define FERRY_SYNC_INTERNAL_H
@@ -46,9 +47,10 @@ int st_parse(const char *text, size_t len, struct st_tree *out) FERRY_WUR;
 /* ---- destinations (dest.c) --------------------------------------------------------- */
 struct dst;
 struct dst_recv;
-/* Opens the destination: a local pool (read-only with dry) or nothing yet
- * for ssh (each call runs its own ssh). */
-int dst_open(const struct sync_dest *d, const char *ssh, int dry, struct dst **out) FERRY_WUR;
+/* Opens the destination: a local pool (read-only with dry), nothing yet
+ * for ssh (each call runs its own ssh; o->ssh is the command), an HTTP
+ * client for http(s):// (o->http_token, o->http_cacert). */
+int dst_open(const struct sync_dest *d, const struct sync_opts *o, int dry, struct dst **out) FERRY_WUR;
 void dst_close(struct dst *d);
 /* The state of target (and with recursive its descendants). */
 int dst_state(struct dst *d, const char *target, int recursive, struct st_tree *out) FERRY_WUR;
@@ -63,6 +65,23 @@ int dst_recv_begin(struct dst *d, const char *target, unsigned rflags,
 		   size_t nexcl, struct dst_recv **rv, struct stream_sink **sink) FERRY_WUR;
 int dst_recv_end(struct dst_recv *rv, int send_rc, struct recv_stats *st, char *err,
 		 size_t errn) FERRY_WUR;
+
+/* ---- a destination on a ferry serve (http.c) ---------------------------------------------
+ * The same operations as dst_* over the HTTP protocol (docs/ferry-http.7);
+ * dest.c hands them over for an http(s):// destination. */
+struct dst_http;
+struct dh_recv;
+int dh_open(const struct sync_dest *d, const struct sync_opts *o, struct dst_http **out) FERRY_WUR;
+void dh_close(struct dst_http *h); /* NULL is a no-op */
+int dh_state(struct dst_http *h, const char *target, int recursive, struct st_tree *out) FERRY_WUR;
+int dh_abort(struct dst_http *h, const char *target) FERRY_WUR;
+/* PUT /v1/receive of target (exclude=excl, force=1 with RECV_FORCE; the
+ * server always receives resumably): *sink takes the stream. */
+int dh_recv_begin(struct dst_http *h, const char *target, unsigned rflags,
+		  const char *const *excl, size_t nexcl, struct dh_recv **out,
+		  struct stream_sink **sink) FERRY_WUR;
+int dh_recv_end(struct dh_recv *u, int send_rc, struct recv_stats *st, char *err,
+		size_t errn) FERRY_WUR;
 
 /* ---- child processes (spawn.c) ---------------------------------------------------------- */
 struct proc {

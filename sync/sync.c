@@ -573,9 +573,9 @@ int sync_run(const char *src, const char *dest, const struct sync_opts *o)
 	u.srctop = src;
 	if ((r = sync_dest_parse(dest, &u.d)) < 0)
 		return r;
-	if (u.d.kind == SYNC_DEST_HTTP)
-		return ferry_err(FERR_UNSUPPORTED, "'%s': http(s):// destinations: not yet: needs the "
-				 "HTTP client", dest);
+	if (u.d.kind == SYNC_DEST_HTTP && o->nset)
+		return ferry_err(FERR_UNSUPPORTED, "'%s': -o is not for an http(s):// destination "
+				 "(the server's receive takes no properties to set)", dest);
 	if ((r = store_name_check(src, STORE_NAME_DATASET)) < 0)
 		return r;
 	if (u.d.kind == SYNC_DEST_LOCAL) {
@@ -622,7 +622,7 @@ int sync_run(const char *src, const char *dest, const struct sync_opts *o)
 				goto out;
 		}
 	}
-	if ((r = dst_open(&u.d, o->ssh, dry, &u.dst)) < 0 ||
+	if ((r = dst_open(&u.d, o, dry, &u.dst)) < 0 ||
 	    (r = dst_state(u.dst, u.d.dataset, (o->flags & SYNC_RECURSIVE) != 0, &u.tree)) < 0)
 		goto out;
 	for (size_t i = 0; i < dl.n; i++) {

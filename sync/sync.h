@@ -5,13 +5,15 @@
  * ferry sync finds the newest snapshot the source and the destination
  * share (by guid; a bookmark counts on the source side), sends everything
  * since (an in-process send → recv pipeline for a local destination, ssh
- * running `ferry recv` on the far side otherwise), resumes a partial
+ * running `ferry recv` on the far side, or an upload to a ferry serve for
+ * https://), resumes a partial
  * receive, and moves a hold and a bookmark on the source to the new base
  * so nothing prunes it while the destination is away. ferry prune thins
  * snapshots with restic's bucket rules and never takes a held snapshot,
  * the newest one or a sync base.
  *
- * sync/ uses lib, stream, store, send and recv; it never prints or exits.
+ * sync/ uses lib, stream, store, send, recv and net's HTTP client; it never
+ * prints or exits.
  * The caller ignores SIGPIPE (a receiver that stops reading must fail the
  * send with EPIPE, not kill the process). */
 #ifndef FERRY_SYNC_H
@@ -26,7 +28,7 @@
 enum sync_dest_kind {
 	SYNC_DEST_LOCAL = 1, /* POOL/DS */
 	SYNC_DEST_SSH = 2,   /* ssh://[user@]host[:port]/POOL/DS */
-	SYNC_DEST_HTTP = 3,  /* http(s)://...: parsed, not yet served */
+	SYNC_DEST_HTTP = 3,  /* http(s)://HOST[:PORT]/POOL/DS: a ferry serve */
 };
 #define SYNC_DEST_MAX 1024
 struct sync_dest {
@@ -35,7 +37,8 @@ struct sync_dest {
 	char host[256];
 	unsigned port;                     /* 0: ssh's default */
 	char dataset[STORE_NAME_MAX + 1];  /* POOL/DS on the destination */
-	char prefix[SYNC_DEST_MAX];        /* "" or "ssh://user@host:port/": canon = prefix + name */
+	char prefix[SYNC_DEST_MAX];        /* "", "ssh://user@host:port/" or "https://host:port/":
+					    * canon = prefix + name */
 };
 /* Parses a destination. -FERR_NAME (with a detail) for a malformed one or
  * a bad dataset name. */
@@ -87,6 +90,8 @@ struct sync_opts {
 					    * long as needed, N wait up to N seconds */
 	const char *ssh;                   /* the ssh command ("ssh -i key"; split at
 					    * blanks); NULL: "ssh" */
+	const char *http_token;            /* https://: the bearer token (NULL: none) */
+	const char *http_cacert;           /* https://: CA certificates (NULL: the system's) */
 	/* Called once per dataset with its result (also on failure). */
 	void (*done)(void *arg, const struct sync_result *r);
 	/* -v: a step about to run, in words ("full send of tank/a@s1"). May be NULL. */

@@ -137,8 +137,11 @@ run ferry sync -o user:where=bk2 --compress=auto tank/home bk/host2/home
 like "$(cat "$T/out")" "blocks: [1-9][0-9]* kept, 0 recompressed" \
 	"--compress=auto: recompressed on the sender, kept as they come"
 is "$(ferry get -H -o value,source user:where bk/host2/home | tr '\t' ' ')" "bk2 local" "-o sets a property"
-refused 1 "http\(s\):// destinations: not yet: needs the HTTP client" "https is refused for now" \
-	ferry sync tank/home https://backup.example/bk/x
+refused 1 "'https://127.0.0.1:1': http\[s\]://HOST\[:PORT\]/POOL/DATASET" \
+	"an https:// destination without a dataset is refused (tests/cli/88 syncs over https)" \
+	ferry sync tank/home https://127.0.0.1:1
+refused 1 "^ferry: cannot sync 'tank/home' to 'https://127.0.0.1:1/bk/x': GET /v1/receive: " \
+	"a server that is not there: one line" ferry sync tank/home https://127.0.0.1:1/bk/x
 refused 1 "^ferry: cannot sync 'tank/nope' to 'bk/x': .*does not exist$" "a missing source" \
 	ferry sync tank/nope bk/x
 refused 1 "the destination 'tank/home/sub/x' is inside the tree of the source 'tank/home'" \

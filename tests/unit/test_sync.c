@@ -34,10 +34,16 @@ static void test_dest_parse(void **state)
 	assert_string_equal(d.prefix, "ssh://[::1]/");
 	assert_int_equal(sync_dest_parse("https://h/bk/x", &d), 0);
 	assert_int_equal(d.kind, SYNC_DEST_HTTP);
+	assert_string_equal(d.dataset, "bk/x");
+	assert_string_equal(d.prefix, "https://h/");
+	assert_int_equal(sync_dest_parse("http://127.0.0.1:7300/bk/a%20b", &d), 0);
+	assert_string_equal(d.dataset, "bk/a b");
+	assert_string_equal(d.prefix, "http://127.0.0.1:7300/");
 	static const char *const bad[] = {
 		"ssh://h", "ssh:///bk", "ssh://h:/bk", "ssh://h:0/bk", "ssh://h:65536/bk",
 		"ssh://-oProxyCommand=x/bk", "ssh://h;x/bk", "ssh://@h/bk", "ssh://h/bk/../x",
 		"ftp://h/bk", "bk/", "/bk", "bk@x", "ssh://h/", "ssh://[::1/bk",
+		"https://h/", "https://h", "https://h/bk/../x", "https://h/bk?x=1", "https://h/bk@s",
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		int r = sync_dest_parse(bad[i], &d);
