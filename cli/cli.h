@@ -3,7 +3,13 @@
 #ifndef FERRY_CLI_H
 #define FERRY_CLI_H
 
+#include <getopt.h>
+#include <stdio.h>
+
 #include "../lib/lib.h"
+
+/* What `ferry --version` prints; raised with each release. */
+#define FERRY_VERSION "0.11.0"
 
 /* Exit codes, documented in docs/ferry.8. */
 enum {
@@ -13,6 +19,9 @@ enum {
 	EXIT_PARTIAL = 3, /* done, but some input was skipped (warned about); sync:
 			   * some datasets failed */
 	EXIT_BUSY = 4,    /* sync: another sync of the same (dataset, destination) runs */
+	/* not an exit status: a command's --help was printed; main() exits 0.
+	 * Distinct from EXIT_OK so an option parser's "go on" is not it. */
+	EXIT_HELP_DONE = 256,
 };
 
 /* A command: argv[0] is the command name (e.g. "dump"); returns an exit code. */
@@ -22,9 +31,29 @@ typedef int (*cli_fn)(int argc, char **argv);
 int cli_usage(const char *fmt, ...) FERRY_PRINTF(1, 2);
 /* Prints "ferry: <msg>: <detail of r>" (one line) and returns EXIT_FAIL. */
 int cli_fail(int r, const char *fmt, ...) FERRY_PRINTF(2, 3);
-/* After getopt returned '?': names the bad option and the usage in one
- * line; returns EXIT_USAGE. main() sets opterr = 0 so getopt stays quiet. */
-int cli_bad_option(char **argv, const char *usage);
+/* getopt_long for command cmd ("list", "pool create") as Linux zfs
+ * parses: options may follow operands (GNU permutation; argv is
+ * reordered so operands end up from optind on), "--" ends options.
+ * -h and --help print cmd's usage on stdout; an unknown option, a
+ * missing value or a value given to a flag is reported in one line on
+ * stderr, naming the option as typed. Both then return '?', after which
+ * the caller returns cli_opt_end(): EXIT_HELP_DONE after help, else
+ * EXIT_USAGE.
+ * shortopts and longopts as getopt_long's (a leading '+' is ignored);
+ * set optind = 1 before the first call. main() sets opterr = 0. */
+int cli_getopt(int argc, char **argv, const char *cmd, const char *shortopts,
+	       const struct option *longopts);
+int cli_opt_end(void);
+/* For a command with no options: parses -h/--help and "--" as cli_getopt
+ * does; returns -1 with optind at the first operand, or the exit code to
+ * end with (after help or an error it printed). */
+int cli_no_options(int argc, char **argv, const char *cmd);
+/* Prints cmd's usage ("usage: ferry ..." per form); -1 if cmd is no
+ * command. */
+int cli_help(const char *cmd, FILE *f);
+/* cmd's forms on one line ("usage: ferry a ... | ferry b ...") into buf;
+ * "" if cmd is no command. */
+void cli_usage_line(const char *cmd, char *buf, size_t n);
 /* Prints "ferry: warning: <msg>" (one line). */
 void cli_warn(const char *fmt, ...) FERRY_PRINTF(1, 2);
 /* Opens the pool holding name (flags as store_pool_open's) and looks the

@@ -44,7 +44,7 @@ int cmd_create(int argc, char **argv)
 	char *volsize = NULL, *volblock = NULL;
 	struct store_pool *p = NULL;
 	optind = 1;
-	while ((c = getopt(argc, argv, "+pV:b:o:")) != -1) {
+	while ((c = cli_getopt(argc, argv, "create", "pV:b:o:", NULL)) != -1) {
 		switch (c) {
 		case 'p': parents = 1; break;
 		case 'V': volsize = optarg; type = STORE_DS_VOLUME; break;
@@ -54,8 +54,7 @@ int cmd_create(int argc, char **argv)
 				return r;
 			break;
 		default:
-			return cli_bad_option(argv, "usage: ferry create [-p] [-V size [-b blocksize]] "
-					      "[-o prop=val]... DATASET");
+			return cli_opt_end();
 		}
 	}
 	if (argc - optind != 1)
@@ -132,13 +131,13 @@ int cmd_destroy(int argc, char **argv)
 			return cli_bookmark_destroy(argc, argv);
 	}
 	optind = 1;
-	while ((c = getopt(argc, argv, "+rnvp")) != -1) {
+	while ((c = cli_getopt(argc, argv, "destroy", "rnvp", NULL)) != -1) {
 		switch (c) {
 		case 'r': recursive = 1; break;
 		case 'n': dry = 1; break;
 		case 'v': verbose = 1; break;
 		case 'p': say.exact = 1; break;
-		default: return cli_bad_option(argv, usage);
+		default: return cli_opt_end();
 		}
 	}
 	if (argc - optind != 1)
@@ -175,7 +174,9 @@ int cmd_set(int argc, char **argv)
 	size_t nprops = 0;
 	int i, r, rc = EXIT_OK;
 	const char *usage = "usage: ferry set PROP=VALUE... DATASET...";
-	for (i = 1; i < argc && strchr(argv[i], '='); i++)
+	if ((r = cli_no_options(argc, argv, "set")) >= 0)
+		return r;
+	for (i = optind; i < argc && strchr(argv[i], '='); i++)
 		if ((r = cli_parse_propset(argv[i], props, 64, &nprops)) != EXIT_OK)
 			return r;
 	if (nprops == 0 || i >= argc)
@@ -199,13 +200,13 @@ int cmd_inherit(int argc, char **argv)
 	int c, r, rc = EXIT_OK, recursive = 0, revert = 0;
 	const char *usage = "usage: ferry inherit [-r] [-S] PROP DATASET...";
 	optind = 1;
-	while ((c = getopt(argc, argv, "+rS")) != -1) {
+	while ((c = cli_getopt(argc, argv, "inherit", "rS", NULL)) != -1) {
 		if (c == 'r')
 			recursive = 1;
 		else if (c == 'S')
 			revert = 1;
 		else
-			return cli_bad_option(argv, usage);
+			return cli_opt_end();
 	}
 	if (argc - optind < 2)
 		return cli_usage("%s", usage);

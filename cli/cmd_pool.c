@@ -30,12 +30,12 @@ static int pool_create(int argc, char **argv)
 	size_t nprops = 0;
 	int c, r;
 	optind = 1;
-	while ((c = getopt(argc, argv, "+o:")) != -1) {
+	while ((c = cli_getopt(argc, argv, "pool create", "o:", NULL)) != -1) {
 		if (c == 'o') {
 			if ((r = cli_parse_propset(optarg, props, 64, &nprops)) != EXIT_OK)
 				return r;
 		} else {
-			return cli_bad_option(argv, "usage: ferry pool create [-o prop=val]... NAME PATH");
+			return cli_opt_end();
 		}
 	}
 	if (argc - optind != 2)
@@ -49,7 +49,11 @@ static int pool_import(int argc, char **argv)
 {
 	char *name = NULL;
 	int r;
-	if (argc < 2 || argc > 3 || argv[1][0] == '-')
+	if ((r = cli_no_options(argc, argv, "pool import")) >= 0)
+		return r;
+	argc -= optind - 1;
+	argv += optind - 1;
+	if (argc < 2 || argc > 3)
 		return cli_usage("usage: ferry pool import PATH [NAME]");
 	if ((r = store_pool_import(argv[1], argc == 3 ? argv[2] : NULL, &name)) < 0)
 		return cli_fail(r, "cannot import pool at '%s'", argv[1]);
@@ -64,7 +68,11 @@ static int pool_import(int argc, char **argv)
 static int pool_export(int argc, char **argv)
 {
 	int r;
-	if (argc != 2 || argv[1][0] == '-')
+	if ((r = cli_no_options(argc, argv, "pool export")) >= 0)
+		return r;
+	argc -= optind - 1;
+	argv += optind - 1;
+	if (argc != 2)
 		return cli_usage("usage: ferry pool export NAME");
 	if ((r = store_pool_export(argv[1])) < 0)
 		return cli_fail(r, "cannot export pool '%s'", argv[1]);
@@ -88,12 +96,12 @@ static int pool_list(int argc, char **argv)
 	struct table t;
 	json_t *jroot = NULL, *jpools = NULL;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+Hp", lopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "pool list", "Hp", lopts)) != -1) {
 		switch (c) {
 		case 'H': scripted = 1; break;
 		case 'p': exact = 1; break;
 		case 'j': json = 1; break;
-		default: return cli_bad_option(argv, "usage: ferry pool list [-H] [-p] [--json] [NAME]...");
+		default: return cli_opt_end();
 		}
 	}
 	if ((r = store_registry_list(&e, &n)) < 0)
@@ -112,6 +120,15 @@ static int pool_list(int argc, char **argv)
 		jroot = json_object();
 		jpools = json_object();
 		json_object_set_new(jroot, "pools", jpools);
+	}
+	/* zpool list: a name that is no pool is an error, the others listed */
+	for (int a = optind; a < argc; a++) {
+		size_t i;
+		for (i = 0; i < n && strcmp(argv[a], e[i].name); i++)
+			;
+		if (i == n)
+			rc = cli_fail(ferry_err(FERR_NOENT, "no such pool '%s'", argv[a]),
+				      "cannot open '%s'", argv[a]);
 	}
 	for (size_t i = 0; i < n; i++) {
 		int want = optind >= argc;
@@ -151,9 +168,9 @@ static int pool_list(int argc, char **argv)
 	if (json) {
 		json_dumpf(jroot, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
 		fputc('\n', stdout);
-	} else if (n > 0) {
+	} else if (t.nrows > 0) {
 		table_print(&t, stdout, scripted);
-	} else if (!scripted) {
+	} else if (!scripted && optind >= argc) {
 		printf("no pools available\n");
 	}
 out:
@@ -168,8 +185,10 @@ static int pool_status(int argc, char **argv)
 	struct store_pool_entry *e = NULL;
 	size_t n = 0;
 	int r, rc = EXIT_OK;
-	if (argc > 1 && argv[1][0] == '-')
-		return cli_usage("usage: ferry pool status [NAME]...");
+	if ((r = cli_no_options(argc, argv, "pool status")) >= 0)
+		return r;
+	argc -= optind - 1;
+	argv += optind - 1;
 	if (argc == 1) {
 		if ((r = store_registry_list(&e, &n)) < 0)
 			return cli_fail(r, "cannot list pools");
@@ -239,6 +258,8 @@ int cmd_pool(int argc, char **argv)
 	if (argc < 2)
 		return cli_usage("usage: ferry pool create|import|export|list|status ...");
 	const char *sub = argv[1];
+	if (!strcmp(sub, "-h") || !strcmp(sub, "--help"))
+		return cli_help("pool", stdout), EXIT_HELP_DONE;
 	if (!strcmp(sub, "create"))
 		return pool_create(argc - 1, argv + 1);
 	if (!strcmp(sub, "import"))

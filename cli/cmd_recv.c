@@ -91,7 +91,7 @@ static int recv_options(int argc, char **argv, struct recv_args *a)
 	};
 	int c, rc;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+FsudenvAo:x:", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "recv", "FsudenvAo:x:", lo)) != -1) {
 		switch (c) {
 		case 'F': a->o.flags |= RECV_FORCE; break;
 		case 's': a->o.flags |= RECV_RESUMABLE; break;
@@ -112,7 +112,7 @@ static int recv_options(int argc, char **argv, struct recv_args *a)
 			a->excl[a->o.nexclude++] = optarg;
 			break;
 		default:
-			return cli_bad_option(argv, recv_usage);
+			return cli_opt_end();
 		}
 	}
 	if (argc - optind != 1)
@@ -128,6 +128,73 @@ static int recv_options(int argc, char **argv, struct recv_args *a)
 	if ((a->o.flags & (RECV_DISCARD | RECV_LASTNAME)) && snap)
 		return cli_usage("recv: with -d or -e the target is a dataset");
 	return EXIT_OK;
+}
+
+/* recv -v's "receiving full stream of X into Y" before each substream
+ * starts, as zfs says it: a source between stdin and recv_run that feeds
+ * the bytes recv reads to a decoder of its own, which sees each BEGIN as
+ * recv reaches it. Only with -v (the second decoder costs a pass over
+ * the stream); it stops quietly on a damaged stream, whose error is
+ * recv's to report. */
+struct recv_peek {
+	struct stream_source base;
+	struct stream_source *in;
+	struct stream_decoder *d; /* NULL once stopped */
+	const struct recv_args *a;
+	int in_pkg;
+	char top[STORE_NAME_MAX + 1];
+};
+
+static void peek_stop(struct recv_peek *pk)
+{
+	stream_decoder_free(pk->d);
+	pk->d = NULL;
+}
+
+static void peek_record(struct recv_peek *pk, const struct stream_record *rec)
+{
+	char dest[2 * STORE_NAME_MAX + 2];
+	if (rec->type == STREAM_PACKAGE) {
+		pk->in_pkg = 1;
+		snprintf(pk->top, sizeof pk->top, "%s", rec->package.top);
+		return;
+	}
+	if (rec->type != STREAM_BEGIN)
+		return;
+	const struct stream_begin *b = &rec->begin;
+	if (recv_dest_name(pk->a->target, pk->a->o.flags, pk->in_pkg ? pk->top : NULL, b->dataset,
+			   b->snapshot, dest, sizeof dest) < 0) {
+		ferry_err_clear();
+		peek_stop(pk); /* recv_run refuses that name and says why */
+		return;
+	}
+	printf("%s %s stream of %s@%s into %s\n",
+	       (pk->a->o.flags & RECV_DRYRUN) ? "would receive" : "receiving",
+	       b->from_guid ? "incremental" : "full", b->dataset, b->snapshot, dest);
+	fflush(stdout);
+}
+
+static int peek_read(struct stream_source *base, void *buf, size_t n, size_t *got)
+{
+	struct recv_peek *pk = (struct recv_peek *)base;
+	size_t g, off = 0, used;
+	struct stream_record rec;
+	int r;
+	if ((r = stream_source_read(pk->in, buf, n, &g)) < 0)
+		return r;
+	while (pk->d && off < g) {
+		r = stream_decoder_feed(pk->d, (const uint8_t *)buf + off, g - off, &used, &rec);
+		if (r < 0) {
+			ferry_err_clear();
+			peek_stop(pk);
+			break;
+		}
+		off += used;
+		if (r == 1)
+			peek_record(pk, &rec);
+	}
+	*got = g;
+	return 0;
 }
 
 /* recv -A, or the receive of standard input, into the open pool p. */
@@ -153,7 +220,18 @@ static int recv_into(struct store_pool *p, struct recv_args *a)
 	a->o.done = done_cb;
 	a->o.destroyed = destroyed_cb;
 	a->o.arg = &a->ui;
-	if ((r = recv_run(p, a->target, &src.base, &a->o, &st)) < 0)
+	struct recv_peek pk;
+	memset(&pk, 0, sizeof pk);
+	pk.base.read = peek_read;
+	pk.in = &src.base;
+	pk.a = a;
+	if (a->ui.verbose && stream_decoder_new(&pk.d) < 0)
+		ferry_err_clear(); /* then without the line: never fail for it */
+	if (pk.d)
+		stream_decoder_defer_block_hashes(pk.d);
+	r = recv_run(p, a->target, pk.d ? &pk.base : &src.base, &a->o, &st);
+	peek_stop(&pk);
+	if (r < 0)
 		return cli_fail(r, "cannot receive into '%s'", a->target);
 	return EXIT_OK;
 }

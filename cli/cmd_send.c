@@ -16,17 +16,16 @@ struct send_ui {
 	int parsable;
 	int verbose;
 	int dry;
-	uint64_t t0;
 };
 
-static void substream_cb(void *arg, const char *kind, const char *from, const char *to,
-			 uint64_t size)
+/* The estimate lines of -n -v, and of -v before a real send (then on
+ * stderr, as zfs: stdout carries the stream). */
+static void estimate_cb(void *arg, const char *kind, const char *from, const char *to,
+			uint64_t size)
 {
 	struct send_ui *ui = arg;
 	FILE *f = ui->dry ? stdout : stderr;
 	char nice[16];
-	if (!ui->verbose)
-		return;
 	if (ui->parsable) {
 		if (*from)
 			fprintf(f, "%s\t%s\t%s\t%" PRIu64 "\n", kind, from, to, size);
@@ -37,16 +36,31 @@ static void substream_cb(void *arg, const char *kind, const char *from, const ch
 	format_nicenum(size, nice, sizeof nice, 1);
 	/* a bookmark base comes as "#mark", a snapshot as its name after '@' */
 	const char *at = *from == '#' ? "" : "@";
-	if (!ui->dry) {
-		if (*from)
-			fprintf(f, "send from %s%s to %s\n", at, from, to);
-		else
-			fprintf(f, "full send of %s\n", to);
-	} else if (*from) {
+	if (*from)
 		fprintf(f, "send from %s%s to %s estimated size is %s\n", at, from, to, nice);
-	} else {
+	else
 		fprintf(f, "full send of %s estimated size is %s\n", to, nice);
-	}
+}
+
+/* The total after the estimate lines. */
+static void estimate_total(const struct send_ui *ui, uint64_t bytes)
+{
+	FILE *f = ui->dry ? stdout : stderr;
+	char nice[16];
+	format_nicenum(bytes, nice, sizeof nice, 1);
+	if (ui->parsable)
+		fprintf(f, "size\t%" PRIu64 "\n", bytes);
+	else
+		fprintf(f, "total estimated size is %s\n", nice);
+}
+
+/* A real send's substream starts: zfs's progress header. */
+static void substream_cb(void *arg, const char *kind, const char *from, const char *to,
+			 uint64_t size)
+{
+	struct send_ui *ui = arg;
+	if (ui->verbose && !ui->parsable)
+		fprintf(stderr, "TIME        SENT   SNAPSHOT %s\n", to);
 }
 
 static void progress_cb(void *arg, const struct send_progress *pr)
@@ -63,7 +77,7 @@ static void progress_cb(void *arg, const struct send_progress *pr)
 	if (ui->parsable)
 		fprintf(stderr, "%s\t%" PRIu64 "\t%s\n", tm, pr->bytes, pr->snapshot);
 	else
-		fprintf(stderr, "%s   %s   %s\n", tm, nice, pr->snapshot);
+		fprintf(stderr, "%s   %5s   %s\n", tm, nice, pr->snapshot);
 }
 
 static const char send_usage[] =
@@ -86,7 +100,7 @@ static int send_options(int argc, char **argv, struct send_opts *o, struct send_
 	};
 	int c, r;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+cpRnvPi:I:t:", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "send", "cpRnvPi:I:t:", lo)) != -1) {
 		switch (c) {
 		case 'c': o->flags |= SEND_COMPRESSED; break;
 		case 'p': o->flags |= SEND_PROPS; break;
@@ -109,7 +123,7 @@ static int send_options(int argc, char **argv, struct send_opts *o, struct send_
 			o->flags |= SEND_RECOMPRESS;
 			break;
 		default:
-			return cli_bad_option(argv, send_usage);
+			return cli_opt_end();
 		}
 	}
 	if (o->token ? argc != optind : argc - optind != 1)
@@ -122,24 +136,6 @@ static int send_options(int argc, char **argv, struct send_opts *o, struct send_
 		return EXIT_FAIL;
 	}
 	return EXIT_OK;
-}
-
-/* The -v summary: the estimate of -n, or what was sent. */
-static void send_report(const struct send_ui *ui, const struct send_stats *st)
-{
-	if (ui->dry && ui->verbose) {
-		char nice[16];
-		format_nicenum(st->bytes, nice, sizeof nice, 1);
-		if (ui->parsable)
-			printf("size\t%" PRIu64 "\n", st->bytes);
-		else
-			printf("total estimated size is %s\n", nice);
-	} else if (ui->verbose) {
-		double secs = (double)(ferry_now_ns() - ui->t0) / 1e9;
-		fprintf(stderr, "sent %" PRIu64 " bytes in %" PRIu64 " records (%" PRIu64
-			" nodes, %" PRIu64 " writes, %" PRIu64 " byref) in %.2fs\n",
-			st->bytes, st->records, st->nodes, st->writes, st->byrefs, secs);
-	}
 }
 
 int cmd_send(int argc, char **argv)
@@ -172,14 +168,28 @@ int cmd_send(int argc, char **argv)
 		return cli_fail(r, "cannot send '%s'", name);
 	struct stream_sink_fd sink;
 	stream_sink_fd_init(&sink, 1);
-	o.substream = substream_cb;
-	o.progress = progress_cb;
 	o.arg = &ui;
-	ui.t0 = ferry_now_ns();
-	r = send_run(p, o.token ? NULL : name, &o, &sink.base, &st);
+	if (ui.verbose) {
+		/* zfs send -v: the estimate first (a dry run's exact count),
+		 * then the send with its progress. */
+		struct send_opts est = o;
+		est.flags |= SEND_DRYRUN;
+		est.substream = estimate_cb;
+		r = send_run(p, o.token ? NULL : name, &est, &sink.base, &st);
+		if (r < 0)
+			goto out;
+		estimate_total(&ui, st.bytes);
+		fflush(ui.dry ? stdout : stderr);
+	}
+	if (!ui.dry) {
+		o.substream = substream_cb;
+		o.progress = progress_cb;
+		memset(&st, 0, sizeof st);
+		r = send_run(p, o.token ? NULL : name, &o, &sink.base, &st);
+	}
+out:
 	store_pool_close(p);
 	if (r < 0)
 		return cli_fail(r, "cannot send '%s'", name);
-	send_report(&ui, &st);
 	return EXIT_OK;
 }

@@ -133,7 +133,7 @@ int cmd_snapshot(int argc, char **argv)
 	char autosnap[STORE_NAME_MAX + 1] = "", autoname[2 * STORE_NAME_MAX + 2];
 	int c, recursive = 0, verbose = 0, cross_fs = 0, rc = EXIT_OK, autoname_on = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+rv", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "snapshot", "rv", lo)) != -1) {
 		if (c == 'r')
 			recursive = 1;
 		else if (c == 'v')
@@ -146,7 +146,7 @@ int cmd_snapshot(int argc, char **argv)
 			autoname_on = 1;
 			label = optarg;
 		} else
-			return cli_bad_option(argv, usage);
+			return cli_opt_end();
 	}
 	if (optind >= argc)
 		return cli_usage("%s", usage);
@@ -276,7 +276,7 @@ static int restore_options(int argc, char **argv, struct restore_opts *o, const 
 	};
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+v", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "restore", "v", lo)) != -1) {
 		switch (c) {
 		case 'F': files[o->nfiles++] = optarg; break;
 		case 'f': o->force = 1; break;
@@ -295,7 +295,7 @@ static int restore_options(int argc, char **argv, struct restore_opts *o, const 
 			*help = 1;
 			return EXIT_OK;
 		default:
-			return cli_usage("%s", restore_usage);
+			return cli_opt_end();
 		}
 	}
 	const char *format = o->format;
@@ -362,11 +362,11 @@ int cmd_rollback(int argc, char **argv)
 	const char *usage = "usage: ferry rollback [-r|-R] [-f] SNAPSHOT";
 	int c, recursive = 0, r;
 	optind = 1;
-	while ((c = getopt(argc, argv, "+rRf")) != -1) {
+	while ((c = cli_getopt(argc, argv, "rollback", "rRf", NULL)) != -1) {
 		if (c == 'r' || c == 'R')
 			recursive = 1;
 		else if (c != 'f')
-			return cli_usage("%s", usage);
+			return cli_opt_end();
 	}
 	if (argc - optind != 1)
 		return cli_usage("%s", usage);
@@ -412,13 +412,13 @@ int cmd_diff(int argc, char **argv)
 	int c, r;
 	struct diff_out d = {0};
 	optind = 1;
-	while ((c = getopt(argc, argv, "+FH")) != -1) {
+	while ((c = cli_getopt(argc, argv, "diff", "FH", NULL)) != -1) {
 		if (c == 'F')
 			d.types = 1;
 		else if (c == 'H')
 			d.scripted = 1;
 		else
-			return cli_usage("%s", usage);
+			return cli_opt_end();
 	}
 	if (argc - optind < 1 || argc - optind > 2)
 		return cli_usage("%s", usage);
@@ -463,11 +463,11 @@ int cmd_gc(int argc, char **argv)
 {
 	int c, r, verbose = 0;
 	optind = 1;
-	while ((c = getopt(argc, argv, "+v")) != -1) {
+	while ((c = cli_getopt(argc, argv, "gc", "v", NULL)) != -1) {
 		if (c == 'v')
 			verbose = 1;
 		else
-			return cli_usage("usage: ferry gc [-v] POOL");
+			return cli_opt_end();
 	}
 	if (argc - optind != 1)
 		return cli_usage("usage: ferry gc [-v] POOL");
@@ -499,7 +499,7 @@ int cli_snap_destroy(int argc, char **argv)
 			    "DATASET@NAME[%NAME][,NAME]...";
 	int c, r, recursive = 0, dry = 0, verbose = 0, exact = 0, defer = 0;
 	optind = 1;
-	while ((c = getopt(argc, argv, "+rRnvpfd")) != -1) {
+	while ((c = cli_getopt(argc, argv, "destroy", "rRnvpfd", NULL)) != -1) {
 		switch (c) {
 		case 'd': /* zfs destroy -d: a held snapshot goes with its last hold */
 			defer = 1;
@@ -520,7 +520,7 @@ int cli_snap_destroy(int argc, char **argv)
 		case 'f':
 			break;
 		default:
-			return cli_usage("%s", usage);
+			return cli_opt_end();
 		}
 	}
 	if (argc - optind != 1)
@@ -565,8 +565,8 @@ int cmd_bookmark(int argc, char **argv)
 	char dst[2 * STORE_NAME_MAX + 2];
 	int c, r;
 	optind = 1;
-	if ((c = getopt(argc, argv, "+")) != -1)
-		return cli_bad_option(argv, usage);
+	if ((c = cli_getopt(argc, argv, "bookmark", "", NULL)) != -1)
+		return cli_opt_end();
 	if (argc - optind != 2)
 		return cli_usage("%s", usage);
 	const char *src = argv[optind], *name = argv[optind + 1];
@@ -599,13 +599,13 @@ int cli_bookmark_destroy(int argc, char **argv)
 	const char *usage = "usage: ferry destroy [-f] [-n] [-v] [-p] DATASET#BOOKMARK";
 	int c, r, dry = 0, verbose = 0, exact = 0;
 	optind = 1;
-	while ((c = getopt(argc, argv, "+nvpf")) != -1) {
+	while ((c = cli_getopt(argc, argv, "destroy", "nvpf", NULL)) != -1) {
 		switch (c) {
 		case 'n': dry = 1; break;
 		case 'v': verbose = 1; break;
 		case 'p': exact = 1; break;
 		case 'f': break;
-		default: return cli_usage("%s", usage);
+		default: return cli_opt_end();
 		}
 	}
 	if (argc - optind != 1)

@@ -149,7 +149,7 @@ int cmd_sync(int argc, char **argv)
 		rc = cli_fail(-FERR_NOMEM, "sync");
 		goto out;
 	}
-	while ((c = getopt_long(argc, argv, "+rnvFo:x:", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "sync", "rnvFo:x:", lo)) != -1) {
 		switch (c) {
 		case 'r': o.flags |= SYNC_RECURSIVE; break;
 		case 'n': o.flags |= SYNC_DRYRUN; ui.dry = 1; break;
@@ -197,7 +197,7 @@ int cmd_sync(int argc, char **argv)
 			rc = EXIT_OK;
 			goto out;
 		default:
-			rc = cli_bad_option(argv, sync_usage);
+			rc = cli_opt_end();
 			goto out;
 		}
 	}
@@ -261,11 +261,11 @@ int cmd_sync_state(int argc, char **argv)
 	struct fbuf out;
 	int c, r, recursive = 0;
 	optind = 1;
-	while ((c = getopt(argc, argv, "+r")) != -1) {
+	while ((c = cli_getopt(argc, argv, "sync-state", "r", NULL)) != -1) {
 		if (c == 'r')
 			recursive = 1;
 		else
-			return cli_bad_option(argv, usage);
+			return cli_opt_end();
 	}
 	if (argc - optind != 1)
 		return cli_usage("%s", usage);

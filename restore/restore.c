@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <linux/fs.h>
 #include <stdio.h>
@@ -1008,6 +1009,28 @@ static int restore_volume(struct rst *r, const char *path, const struct node_ent
 	return rc;
 }
 
+static int unmake_open(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+	if (type == FTW_D)
+		chmod(path, 0700); /* a restored 0500 directory keeps its entries */
+	return 0;
+}
+
+static int unmake_remove(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+	remove(path);
+	return 0;
+}
+
+/* Takes away a directory restore_snapshot made and whatever it put in
+ * it, after a failure: a failed restore leaves nothing behind. Best
+ * effort, the failure being what is reported; never follows a link. */
+static void unmake_dir(const char *dir)
+{
+	(void)nftw(dir, unmake_open, 16, FTW_PHYS);
+	(void)nftw(dir, unmake_remove, 16, FTW_PHYS | FTW_DEPTH);
+}
+
 int restore_snapshot(struct store_pool *p, const struct store_snap *s, const char *dir,
 		  const struct restore_opts *o, struct restore_stats *st)
 {
@@ -1138,5 +1161,7 @@ out:
 	fbuf_release(&r.path);
 	store_reader_free(r.rd);
 	store_read_end(p);
+	if (created && rc < 0 && rc != -FERR_PARTIAL)
+		unmake_dir(dir);
 	return rc;
 }

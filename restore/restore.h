@@ -38,7 +38,8 @@ struct restore_stats {
  * writing outside it or following a symlink. A volume restores into the
  * file dir names (an image, created or overwritten when force). Returns 0,
  * or -FERR_PARTIAL when some attributes could not be set or device nodes
- * were skipped (each warned). */
+ * were skipped (each warned). On any other failure a directory it created
+ * is removed again with what it put there. */
 int restore_snapshot(struct store_pool *p, const struct store_snap *s, const char *dir,
 		     const struct restore_opts *o, struct restore_stats *st) FERRY_WUR;
 
