@@ -79,7 +79,7 @@ int cmd_create(int argc, char **argv)
 }
 
 /* What destroy -v prints: "would destroy NAME" (-n) or "will destroy
- * NAME", with -p a tab after "destroy", as the snapshot form prints. */
+ * NAME"; with -p "destroy<TAB>NAME" either way, as current OpenZFS. */
 struct destroy_say {
 	const char *verb; /* "would" or "will" */
 	int exact;        /* -p */
@@ -87,7 +87,10 @@ struct destroy_say {
 
 static void say_destroy(const struct destroy_say *s, const char *name)
 {
-	printf(s->exact ? "%s destroy\t%s\n" : "%s destroy %s\n", s->verb, name);
+	if (s->exact)
+		printf("destroy\t%s\n", name);
+	else
+		printf("%s destroy %s\n", s->verb, name);
 }
 
 static int print_would_destroy(struct store_pool *p, const struct store_ds *ds, void *arg)

@@ -535,10 +535,11 @@ struct getctx {
 	char **props;
 	size_t nprops;
 	int all;
-	int fields[4]; /* name, property, value, source: index into output or -1 */
+	int fields[5]; /* name, property, value, received, source */
 	size_t nfields;
 	int exact;
 	int types;
+	int sources;   /* -s: 1 << enum store_prop_source shown; 0: all */
 	int recursive;
 	struct table *t;
 	struct rowset *json;
@@ -551,7 +552,11 @@ static int get_emit(const struct store_propval *v, void *arg)
 {
 	struct getctx *g = arg;
 	char srcbuf[STORE_NAME_MAX + 32];
-	char *cells[4];
+	char recv[STORE_USERPROP_VALUE_MAX + 1], recvnice[32];
+	char *cells[5];
+	int r;
+	if (g->sources && !(g->sources & (1 << v->source)))
+		return 0;
 	if (g->json) {
 		json_prop(g->json, g->pool, g->ds, v);
 		return 0;
@@ -561,6 +566,17 @@ static int get_emit(const struct store_propval *v, void *arg)
 		case 0: cells[i] = (char *)g->ds->name; break;
 		case 1: cells[i] = (char *)v->name; break;
 		case 2: cells[i] = (char *)(g->exact ? v->exact : v->value); break;
+		case 3:
+			/* zfs's RECEIVED column: the received value, "-" if none */
+			if ((r = store_prop_received(g->pool, g->ds, v->name, recv, sizeof recv)) < 0)
+				return r;
+			cells[i] = r ? recv : (char *)"-";
+			if (r && v->numeric && !g->exact && recv[strspn(recv, "0123456789")] == 0 &&
+			    *recv) {
+				format_nicenum(strtoull(recv, NULL, 10), recvnice, sizeof recvnice, 0);
+				cells[i] = recvnice;
+			}
+			break;
 		default: cells[i] = (char *)source_text(v, srcbuf, sizeof srcbuf); break;
 		}
 	}
@@ -621,10 +637,12 @@ static int get_one(struct store_pool *p, const struct store_ds *ds, void *arg)
 int cmd_get(int argc, char **argv)
 {
 	static const struct option lopts[] = {{"json", no_argument, NULL, 'j'}, {0, 0, 0, 0}};
-	static const char *fieldnames[] = {"name", "property", "value", "source"};
-	static const char *fieldhdr[] = {"NAME", "PROPERTY", "VALUE", "SOURCE"};
-	const char *usage = "usage: ferry get [-r] [-d depth] [-t type] [-H] [-p] "
-			    "[-o name,property,value,source] [--json] PROP[,PROP]...|all DATASET...";
+	static const char *fieldnames[] = {"name", "property", "value", "received", "source"};
+	static const char *fieldhdr[] = {"NAME", "PROPERTY", "VALUE", "RECEIVED", "SOURCE"};
+	static const char *srcnames[] = {"none", "default", "local", "received", "inherited"};
+	const char *usage = "usage: ferry get [-r] [-d depth] [-t type] [-s source[,source]...] [-H] "
+			    "[-p] [-o all|name,property,value,received,source] [--json] "
+			    "PROP[,PROP]...|all DATASET...";
 	const char *fields = "name,property,value,source";
 	int c, r, rc = EXIT_OK, recursive = 0, depth = -1, scripted = 0, json = 0;
 	struct getctx g;
@@ -636,7 +654,7 @@ int cmd_get(int argc, char **argv)
 	g.types = (1 << STORE_DS_FILESYSTEM) | (1 << STORE_DS_VOLUME) | (1 << STORE_DS_SNAPSHOT) |
 		  (1 << STORE_DS_BOOKMARK);
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, "get", "rd:t:Hpo:", lopts)) != -1) {
+	while ((c = cli_getopt(argc, argv, "get", "rd:t:s:Hpo:", lopts)) != -1) {
 		char *end;
 		switch (c) {
 		case 'r': recursive = 1; break;
@@ -650,9 +668,31 @@ int cmd_get(int argc, char **argv)
 			if (parse_types(optarg, &g.types) < 0)
 				return cli_usage("bad type list '%s'", optarg);
 			break;
+		case 's': {
+			/* zfs get -s: local, default, inherited, received,
+			 * temporary (ferry has no temporary values), none */
+			char **sv;
+			size_t ns;
+			if (cli_split_list(optarg, &sv, &ns) < 0)
+				return cli_usage("bad source list '%s'", optarg);
+			for (size_t i = 0; i < ns; i++) {
+				size_t k;
+				for (k = 0; k < 5 && strcmp(sv[i], srcnames[k]); k++)
+					;
+				if (k == 5 && strcmp(sv[i], "temporary")) {
+					cli_free_list(sv, ns);
+					return cli_usage("get: bad source '%s' (local, default, inherited, "
+							 "received, temporary, none)", optarg);
+				}
+				g.sources |= k == 5 ? 0 : 1 << k;
+			}
+			cli_free_list(sv, ns);
+			g.sources |= 1 << 8; /* only temporary: nothing, not everything */
+			break;
+		}
 		case 'H': scripted = 1; break;
 		case 'p': g.exact = 1; break;
-		case 'o': fields = optarg; break;
+		case 'o': fields = strcmp(optarg, "all") ? optarg : "name,property,value,received,source"; break;
 		case 'j': json = 1; break;
 		default: return cli_opt_end();
 		}
@@ -661,15 +701,16 @@ int cmd_get(int argc, char **argv)
 		return cli_usage("%s", usage);
 	char **fv;
 	size_t nf;
-	if (cli_split_list(fields, &fv, &nf) < 0 || nf > 4)
+	if (cli_split_list(fields, &fv, &nf) < 0 || nf > 5)
 		return cli_usage("bad field list '%s'", fields);
 	for (size_t i = 0; i < nf; i++) {
 		int k;
-		for (k = 0; k < 4 && strcmp(fv[i], fieldnames[k]); k++)
+		for (k = 0; k < 5 && strcmp(fv[i], fieldnames[k]); k++)
 			;
-		if (k == 4) {
+		if (k == 5) {
 			cli_free_list(fv, nf);
-			return cli_usage("bad field '%s' (name, property, value, source)", fields);
+			return cli_usage("bad field '%s' (all, name, property, value, received, source)",
+					 fields);
 		}
 		g.fields[g.nfields++] = k;
 	}

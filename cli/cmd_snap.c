@@ -535,15 +535,19 @@ int cli_snap_destroy(int argc, char **argv)
 	    ((verbose || dry) && (r = store_snap_reclaim(p, list, n, &bytes)) < 0))
 		goto fail;
 	if (verbose) {
+		/* as current OpenZFS: "would destroy X", "would reclaim 36B";
+		 * -p: "destroy<TAB>X", "reclaim<TAB>36864", dry run or not */
 		for (size_t i = 0; i < n; i++)
-			printf(exact ? "%sdestroy\t%s\n" : "%sdestroy %s\n", dry ? "would " : "",
-			       list[i].name);
+			if (exact)
+				printf("destroy\t%s\n", list[i].name);
+			else
+				printf("%s destroy %s\n", dry ? "would" : "will", list[i].name);
 		char b[16];
-		format_nicenum(bytes, b, sizeof b, 0);
+		format_nicenum(bytes, b, sizeof b, 1);
 		if (exact)
-			printf("%sreclaim\t%" PRIu64 "\n", dry ? "would " : "", bytes);
+			printf("reclaim\t%" PRIu64 "\n", bytes);
 		else
-			printf("%sreclaim %s\n", dry ? "would " : "", b);
+			printf("%s reclaim %s\n", dry ? "would" : "will", b);
 	}
 	if (!dry && (r = defer ? store_snap_destroy_defer(p, list, n, NULL)
 			       : store_snap_destroy(p, list, n)) < 0)
@@ -621,7 +625,9 @@ int cli_bookmark_destroy(int argc, char **argv)
 		return cli_fail(r, "cannot destroy '%s'", name);
 	}
 	store_pool_close(p);
-	if (verbose)
-		printf(exact ? "%sdestroy\t%s\n" : "%sdestroy %s\n", dry ? "would " : "", b.name);
+	if (verbose && exact)
+		printf("destroy\t%s\n", b.name);
+	else if (verbose)
+		printf("%s destroy %s\n", dry ? "would" : "will", b.name);
 	return EXIT_OK;
 }

@@ -28,7 +28,7 @@ static const struct cli_cmd commands[] = {
 				 "destroy [-r|-R] [-d] [-f] [-n] [-v] [-p] DATASET@SNAP[%SNAP][,SNAP]...\n"
 				 "destroy [-f] [-n] [-v] [-p] DATASET#BOOKMARK"},
 	{"list", cmd_list, "list [-r] [-d depth] [-t type] [-o cols] [-s col] [-S col] [-H] [-p] [--json] [--prefix PREFIX] [DATASET]..."},
-	{"get", cmd_get, "get [-r] [-d depth] [-t type] [-H] [-p] [-o fields] [--json] PROP[,PROP]...|all DATASET|SNAPSHOT..."},
+	{"get", cmd_get, "get [-r] [-d depth] [-t type] [-s source[,source]...] [-H] [-p] [-o all|fields] [--json] PROP[,PROP]...|all DATASET|SNAPSHOT..."},
 	{"set", cmd_set, "set PROP=VALUE... DATASET..."},
 	{"inherit", cmd_inherit, "inherit [-r] [-S] PROP DATASET..."},
 	{"snapshot", cmd_snapshot, "snapshot [-r] [-v] [--cross-filesystems] [--from PATH] DATASET@NAME...\n"
