@@ -4,6 +4,7 @@
 #define FERRY_CLI_H
 
 #include <getopt.h>
+#include <jansson.h>
 #include <stdio.h>
 
 #include "../lib/lib.h"
@@ -64,6 +65,16 @@ struct store_pool;
 struct store_ds;
 int cli_open_ds(const char *name, int flags, const char *verb, struct store_pool **pp,
 		struct store_ds *ds);
+
+/* A --json document (cli/json.c, docs/ferry-json.7): output_version for
+ * command ("ferry pool list") and key: member (owned: stolen, also on
+ * failure). NULL on allocation failure. */
+json_t *cli_json_new(const char *command, const char *key, json_t *member);
+/* Prints top (stolen; NULL: allocation failed) on stdout, indented, and
+ * returns rc, or EXIT_FAIL after saying why printing failed. */
+int cli_json_print(json_t *top, int rc);
+/* A byte count or other unsigned figure as a JSON integer. */
+json_t *cli_json_u64(uint64_t v);
 
 int cmd_dump(int argc, char **argv);
 int cmd_pool(int argc, char **argv);

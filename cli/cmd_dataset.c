@@ -83,11 +83,14 @@ int cmd_create(int argc, char **argv)
 struct destroy_say {
 	const char *verb; /* "would" or "will" */
 	int exact;        /* -p */
+	json_t *names;    /* --json: the names, in the same order */
 };
 
 static void say_destroy(const struct destroy_say *s, const char *name)
 {
-	if (s->exact)
+	if (s->names)
+		json_array_append_new(s->names, json_string(name));
+	else if (s->exact)
 		printf("destroy\t%s\n", name);
 	else
 		printf("%s destroy %s\n", s->verb, name);
@@ -119,12 +122,23 @@ static int print_tree_destroy(struct store_pool *p, const struct store_ds *ds, v
 	return r ? r : print_would_destroy(p, ds, arg);
 }
 
+/* destroy --json: the names say collected (stolen). */
+static int destroy_json(struct destroy_say *say, int dry)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "dryrun", json_boolean(dry));
+	json_object_set_new(o, "destroyed", say->names);
+	say->names = NULL;
+	return cli_json_print(cli_json_new("ferry destroy", "destroy", o), EXIT_OK);
+}
+
 int cmd_destroy(int argc, char **argv)
 {
 	const char *usage = "usage: ferry destroy [-r] [-n] [-v] [-p] DATASET"
 			    " | DATASET@SNAP[%SNAP][,SNAP]... | DATASET#BOOKMARK";
-	int c, r, recursive = 0, dry = 0, verbose = 0;
-	struct destroy_say say = {"will", 0};
+	static const struct option lo[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
+	int c, r, recursive = 0, dry = 0, verbose = 0, json = 0;
+	struct destroy_say say = {"will", 0, NULL};
 	struct store_pool *p = NULL;
 	struct store_ds ds;
 	for (int i = 1; i < argc; i++) {
@@ -134,8 +148,11 @@ int cmd_destroy(int argc, char **argv)
 			return cli_bookmark_destroy(argc, argv);
 	}
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, "destroy", "rnvp", NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "destroy", "rnvp", lo)) != -1) {
 		switch (c) {
+		case 'j':
+			json = verbose = 1;
+			break;
 		case 'r': recursive = 1; break;
 		case 'n': dry = 1; break;
 		case 'v': verbose = 1; break;
@@ -152,23 +169,33 @@ int cmd_destroy(int argc, char **argv)
 		store_pool_close(p);
 		return cli_fail(r, "cannot destroy '%s'", name);
 	}
+	if (json && !(say.names = json_array())) {
+		store_pool_close(p);
+		return cli_fail(ferry_err(FERR_NOMEM, "building JSON"), "cannot destroy '%s'", name);
+	}
 	if (dry) {
 		say.verb = "would";
 		if (verbose && (r = store_ds_walk(p, &ds, recursive ? -1 : 0, print_tree_destroy,
 						 &say)) < 0) {
+			json_decref(say.names);
 			store_pool_close(p);
 			return cli_fail(r, "cannot destroy '%s'", name);
 		}
 		store_pool_close(p);
-		return EXIT_OK;
+		return json ? destroy_json(&say, 1) : EXIT_OK;
 	}
 	if (verbose && (r = store_ds_walk(p, &ds, recursive ? -1 : 0, print_tree_destroy, &say)) < 0) {
+		json_decref(say.names);
 		store_pool_close(p);
 		return cli_fail(r, "cannot destroy '%s'", name);
 	}
 	r = store_ds_destroy(p, name, recursive);
 	store_pool_close(p);
-	return r < 0 ? cli_fail(r, "cannot destroy '%s'", name) : EXIT_OK;
+	if (r < 0) {
+		json_decref(say.names);
+		return cli_fail(r, "cannot destroy '%s'", name);
+	}
+	return json ? destroy_json(&say, 0) : EXIT_OK;
 }
 
 int cmd_set(int argc, char **argv)

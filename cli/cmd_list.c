@@ -51,6 +51,7 @@ struct rowset {
 	const char *json_source_mode;
 	const char *prefix; /* --prefix: snapshots and bookmarks named so */
 	struct depthlim lim;
+	size_t nshown;    /* columns -o asked for; the rest only sort */
 };
 
 static const char *col_header(const char *prop)
@@ -236,7 +237,7 @@ static int list_one(struct store_pool *p, const struct store_ds *ds, void *arg)
 			goto out;
 		if ((r = cell_set(&row[c], v->value, v->exact, v->numeric)) < 0)
 			goto out;
-		if (rs->json)
+		if (rs->json && c < rs->nshown)
 			json_prop(rs, p, ds, v);
 	}
 out:
@@ -505,6 +506,7 @@ int cmd_list(int argc, char **argv)
 		return rc;
 	if ((rc = list_columns(&rs, &o, &nshown)) != EXIT_OK)
 		goto out;
+	rs.nshown = nshown;
 	if (o.json)
 		top = json_top("ferry list", &rs.json);
 	/* zfs: with no dataset named, every pool's tree (to -d's depth from

@@ -117,9 +117,8 @@ static int pool_list(int argc, char **argv)
 	table_header(&t, 4, "HEALTH", 0);
 	table_header(&t, 5, "PATH", 0);
 	if (json) {
-		jroot = json_object();
 		jpools = json_object();
-		json_object_set_new(jroot, "pools", jpools);
+		jroot = cli_json_new("ferry pool list", "pools", jpools);
 	}
 	/* zpool list: a name that is no pool is an error, the others listed */
 	for (int a = optind; a < argc; a++) {
@@ -166,8 +165,8 @@ static int pool_list(int argc, char **argv)
 		}
 	}
 	if (json) {
-		json_dumpf(jroot, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
-		fputc('\n', stdout);
+		rc = cli_json_print(jroot, rc);
+		jroot = NULL;
 	} else if (t.nrows > 0) {
 		table_print(&t, stdout, scripted);
 	} else if (!scripted && optind >= argc) {
@@ -182,19 +181,27 @@ out:
 
 static int pool_status(int argc, char **argv)
 {
+	static const struct option lopts[] = {{"json", no_argument, NULL, 'j'}, {0, 0, 0, 0}};
 	struct store_pool_entry *e = NULL;
 	size_t n = 0;
-	int r, rc = EXIT_OK;
-	if ((r = cli_no_options(argc, argv, "pool status")) >= 0)
-		return r;
+	int r, c, rc = EXIT_OK, json = 0;
+	json_t *jpools = NULL;
+	optind = 1;
+	while ((c = cli_getopt(argc, argv, "pool status", "", lopts)) != -1) {
+		if (c != 'j')
+			return cli_opt_end();
+		json = 1;
+	}
 	argc -= optind - 1;
 	argv += optind - 1;
 	if (argc == 1) {
 		if ((r = store_registry_list(&e, &n)) < 0)
 			return cli_fail(r, "cannot list pools");
-		if (n == 0)
+		if (n == 0 && !json)
 			printf("no pools available\n");
 	}
+	if (json && !(jpools = json_object()))
+		return free(e), cli_fail(ferry_err(FERR_NOMEM, "building JSON"), "cannot print");
 	size_t count = argc > 1 ? (size_t)argc - 1 : n;
 	for (size_t i = 0; i < count; i++) {
 		const char *name = argc > 1 ? argv[i + 1] : e[i].name;
@@ -203,6 +210,35 @@ static int pool_status(int argc, char **argv)
 		if ((r = store_pool_open(name, STORE_OPEN_RDONLY, &p)) < 0 ||
 		    (r = store_pool_stats(p, &s)) < 0) {
 			rc = cli_fail(r, "cannot open pool '%s'", name);
+			store_pool_close(p);
+			continue;
+		}
+		if (json) {
+			json_t *o = json_object(), *bl = json_object();
+			json_object_set_new(o, "name", json_string(name));
+			json_object_set_new(o, "state", json_string("ONLINE"));
+			json_object_set_new(o, "path", json_string(store_pool_path(p)));
+			json_object_set_new(o, "format", cli_json_u64(s.format_version));
+			char guid[24];
+			snprintf(guid, sizeof guid, "%" PRIu64, s.guid); /* past int64: a string */
+			json_object_set_new(o, "guid", json_string(guid));
+			json_object_set_new(o, "txg", cli_json_u64(s.txg));
+			json_object_set_new(o, "used", cli_json_u64(s.disk_used));
+			json_object_set_new(o, "datasets", cli_json_u64(s.datasets));
+			json_object_set_new(o, "snapshots", cli_json_u64(s.snapshots));
+			for (int id = 0; id < 4; id++)
+				for (int lv = 0; lv < 10; lv++) {
+					if (!s.codec_blocks[id][lv])
+						continue;
+					struct codec_spec cs = {(uint8_t)id, (uint8_t)lv};
+					json_t *b = json_object();
+					json_object_set_new(b, "blocks", cli_json_u64(s.codec_blocks[id][lv]));
+					json_object_set_new(b, "lsize", cli_json_u64(s.codec_lbytes[id][lv]));
+					json_object_set_new(b, "psize", cli_json_u64(s.codec_pbytes[id][lv]));
+					json_object_set_new(bl, codec_name(cs), b);
+				}
+			json_object_set_new(o, "blocks", bl);
+			json_object_set_new(jpools, name, o);
 			store_pool_close(p);
 			continue;
 		}
@@ -250,6 +286,8 @@ static int pool_status(int argc, char **argv)
 		store_pool_close(p);
 	}
 	free(e);
+	if (json)
+		return cli_json_print(cli_json_new("ferry pool status", "pools", jpools), rc);
 	return rc;
 }
 

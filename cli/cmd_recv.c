@@ -14,12 +14,36 @@ struct recv_ui {
 	int verbose;
 	int dry;
 	struct codec_spec c;
+	json_t *snaps;     /* --json: received snapshots by name */
+	json_t *destroyed; /* --json: what -F destroyed */
 };
 
 static void done_cb(void *arg, const char *snapshot, const struct recv_stats *st)
 {
 	struct recv_ui *ui = arg;
 	char in[16], rate[16], wr[16];
+	if (ui->snaps) {
+		json_t *o = json_object();
+		json_object_set_new(o, "name", json_string(snapshot));
+		json_object_set_new(o, "dryrun", json_boolean(ui->dry));
+		json_object_set_new(o, "stream_bytes", cli_json_u64(st->bytes));
+		json_object_set_new(o, "ns", cli_json_u64(st->ns));
+		json_object_set_new(o, "bytes_written", cli_json_u64(st->pbytes_written));
+		json_object_set_new(o, "nodes", cli_json_u64(st->nodes));
+		json_object_set_new(o, "blocks_logical", cli_json_u64(st->blocks_logical));
+		json_object_set_new(o, "blocks_kept", cli_json_u64(st->blocks_kept));
+		json_object_set_new(o, "blocks_recompressed", cli_json_u64(st->blocks_recompressed));
+		json_object_set_new(o, "blocks_present", cli_json_u64(st->blocks_present));
+		json_object_set_new(o, "blocks_byref", cli_json_u64(st->blocks_byref));
+		json_object_set_new(o, "lbytes_logical", cli_json_u64(st->lbytes_logical));
+		json_object_set_new(o, "lbytes_kept", cli_json_u64(st->lbytes_kept));
+		json_object_set_new(o, "lbytes_recompressed", cli_json_u64(st->lbytes_recompressed));
+		json_object_set_new(o, "lbytes_present", cli_json_u64(st->lbytes_present));
+		json_object_set_new(o, "props_received", cli_json_u64(st->props_received));
+		json_object_set_new(o, "props_skipped", cli_json_u64(st->props_skipped));
+		json_object_set_new(ui->snaps, snapshot, o);
+		return;
+	}
 	if (!ui->verbose)
 		return;
 	double secs = (double)st->ns / 1e9;
@@ -46,6 +70,10 @@ static void done_cb(void *arg, const char *snapshot, const struct recv_stats *st
 static void destroyed_cb(void *arg, const char *name)
 {
 	struct recv_ui *ui = arg;
+	if (ui->destroyed) {
+		json_array_append_new(ui->destroyed, json_string(name));
+		return;
+	}
 	if (!ui->verbose)
 		return;
 	printf("%s %s\n", ui->dry ? "would destroy" : "destroying", name);
@@ -54,7 +82,7 @@ static void destroyed_cb(void *arg, const char *name)
 
 static const char recv_usage[] =
 	"usage: ferry recv [-F] [-s] [-u] [-d|-e] [-n] [-v] [-o PROP=VAL]... "
-	"[-x PROP]... [--keep-source-compression] TARGET | ferry recv -A TARGET";
+	"[-x PROP]... [--keep-source-compression] [--json] TARGET | ferry recv -A TARGET";
 
 struct recv_args {
 	struct recv_opts o;
@@ -87,6 +115,7 @@ static int recv_options(int argc, char **argv, struct recv_args *a)
 	static const struct option lo[] = {
 		{"keep-source-compression", no_argument, NULL, 'K'},
 		{"verbose", no_argument, NULL, 'v'},
+		{"json", no_argument, NULL, 'j'},
 		{NULL, 0, NULL, 0},
 	};
 	int c, rc;
@@ -100,6 +129,11 @@ static int recv_options(int argc, char **argv, struct recv_args *a)
 		case 'e': a->o.flags |= RECV_LASTNAME; break;
 		case 'n': a->o.flags |= RECV_DRYRUN; a->ui.dry = 1; break;
 		case 'v': a->ui.verbose = 1; break;
+		case 'j':
+			if (!a->ui.snaps && (!(a->ui.snaps = json_object()) ||
+					     !(a->ui.destroyed = json_array())))
+				return cli_fail(ferry_err(FERR_NOMEM, "building JSON"), "recv");
+			break;
 		case 'A': a->abort_partial = 1; break;
 		case 'K': a->o.flags |= RECV_KEEP_SOURCE_COMPRESSION; break;
 		case 'o':
@@ -225,7 +259,7 @@ static int recv_into(struct store_pool *p, struct recv_args *a)
 	pk.base.read = peek_read;
 	pk.in = &src.base;
 	pk.a = a;
-	if (a->ui.verbose && stream_decoder_new(&pk.d) < 0)
+	if (a->ui.verbose && !a->ui.snaps && stream_decoder_new(&pk.d) < 0)
 		ferry_err_clear(); /* then without the line: never fail for it */
 	if (pk.d)
 		stream_decoder_defer_block_hashes(pk.d);
@@ -233,6 +267,12 @@ static int recv_into(struct store_pool *p, struct recv_args *a)
 	peek_stop(&pk);
 	if (r < 0)
 		return cli_fail(r, "cannot receive into '%s'", a->target);
+	if (a->ui.snaps) {
+		json_t *top = cli_json_new("ferry recv", "snapshots", json_incref(a->ui.snaps));
+		if (top)
+			json_object_set_new(top, "destroyed", json_incref(a->ui.destroyed));
+		return cli_json_print(top, EXIT_OK);
+	}
 	return EXIT_OK;
 }
 
@@ -255,5 +295,7 @@ int cmd_recv(int argc, char **argv)
 	}
 	free(a.set);
 	free(a.excl);
+	json_decref(a.ui.snaps);
+	json_decref(a.ui.destroyed);
 	return rc;
 }

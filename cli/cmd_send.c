@@ -16,6 +16,7 @@ struct send_ui {
 	int parsable;
 	int verbose;
 	int dry;
+	json_t *subs; /* -n --json: the substreams */
 };
 
 /* The estimate lines of -n -v, and of -v before a real send (then on
@@ -26,6 +27,16 @@ static void estimate_cb(void *arg, const char *kind, const char *from, const cha
 	struct send_ui *ui = arg;
 	FILE *f = ui->dry ? stdout : stderr;
 	char nice[16];
+	if (ui->subs) {
+		json_t *o = json_object();
+		json_object_set_new(o, "kind", json_string(kind));
+		if (*from)
+			json_object_set_new(o, "from", json_string(from));
+		json_object_set_new(o, "to", json_string(to));
+		json_object_set_new(o, "size", cli_json_u64(size));
+		json_array_append_new(ui->subs, o);
+		return;
+	}
 	if (ui->parsable) {
 		if (*from)
 			fprintf(f, "%s\t%s\t%s\t%" PRIu64 "\n", kind, from, to, size);
@@ -48,6 +59,8 @@ static void estimate_total(const struct send_ui *ui, uint64_t bytes)
 	FILE *f = ui->dry ? stdout : stderr;
 	char nice[16];
 	format_nicenum(bytes, nice, sizeof nice, 1);
+	if (ui->subs)
+		return;
 	if (ui->parsable)
 		fprintf(f, "size\t%" PRIu64 "\n", bytes);
 	else
@@ -82,7 +95,7 @@ static void progress_cb(void *arg, const struct send_progress *pr)
 
 static const char send_usage[] =
 	"usage: ferry send [-c] [--compress=CODEC] [-p] [-i SNAP|-i #BOOKMARK|-I SNAP] [-R] "
-	"[-n] [-v] [-P] SNAPSHOT | ferry send [-v] -t TOKEN";
+	"[-n] [-v] [-P] [--json] SNAPSHOT | ferry send [-v] [-P] [-n] [--json] -t TOKEN";
 
 /* Parses send's command line into o and ui; EXIT_OK or the exit code of
  * the error it printed. */
@@ -96,6 +109,7 @@ static int send_options(int argc, char **argv, struct send_opts *o, struct send_
 		{"dryrun", no_argument, NULL, 'n'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"parsable", no_argument, NULL, 'P'},
+		{"json", no_argument, NULL, 'j'},
 		{NULL, 0, NULL, 0},
 	};
 	int c, r;
@@ -108,6 +122,11 @@ static int send_options(int argc, char **argv, struct send_opts *o, struct send_
 		case 'n': o->flags |= SEND_DRYRUN; ui->dry = 1; break;
 		case 'v': ui->verbose = 1; break;
 		case 'P': ui->parsable = 1; ui->verbose = 1; break;
+		case 'j':
+			if (!ui->subs && !(ui->subs = json_array()))
+				return cli_fail(ferry_err(FERR_NOMEM, "building JSON"), "cannot send");
+			ui->verbose = 1;
+			break;
 		case 'i':
 		case 'I':
 			if (o->from)
@@ -128,6 +147,9 @@ static int send_options(int argc, char **argv, struct send_opts *o, struct send_
 	}
 	if (o->token ? argc != optind : argc - optind != 1)
 		return cli_usage("%s", send_usage);
+	if (ui->subs && !ui->dry)
+		return cli_usage("send: --json is for the estimate of -n (standard output carries the "
+				 "stream otherwise)");
 	if (o->token && (o->from || (o->flags & (SEND_REPLICATE | SEND_PROPS | SEND_COMPRESSED))))
 		return cli_usage("send: -t takes its options from the token");
 	if (!ui->dry && isatty(1)) {
@@ -138,16 +160,18 @@ static int send_options(int argc, char **argv, struct send_opts *o, struct send_
 	return EXIT_OK;
 }
 
-int cmd_send(int argc, char **argv)
+static int send_cmd(int argc, char **argv, struct send_ui *uip)
 {
 	struct send_opts o;
 	struct send_ui ui;
 	struct send_stats st;
-	int r, rc;
+	int r = 0, rc;
 	memset(&o, 0, sizeof o);
 	memset(&ui, 0, sizeof ui);
 	memset(&st, 0, sizeof st);
-	if ((rc = send_options(argc, argv, &o, &ui)) != EXIT_OK)
+	rc = send_options(argc, argv, &o, &ui);
+	uip->subs = ui.subs; /* freed by cmd_send, whatever happens here */
+	if (rc != EXIT_OK)
 		return rc;
 	char name[2 * STORE_NAME_MAX + 2];
 	struct stream_token tok;
@@ -180,6 +204,13 @@ int cmd_send(int argc, char **argv)
 			goto out;
 		estimate_total(&ui, st.bytes);
 		fflush(ui.dry ? stdout : stderr);
+		if (ui.subs) {
+			json_t *j = json_object();
+			json_object_set_new(j, "substreams", json_incref(ui.subs));
+			json_object_set_new(j, "size", cli_json_u64(st.bytes));
+			store_pool_close(p);
+			return cli_json_print(cli_json_new("ferry send", "send", j), EXIT_OK);
+		}
 	}
 	if (!ui.dry) {
 		o.substream = substream_cb;
@@ -192,4 +223,13 @@ out:
 	if (r < 0)
 		return cli_fail(r, "cannot send '%s'", name);
 	return EXIT_OK;
+}
+
+int cmd_send(int argc, char **argv)
+{
+	struct send_ui ui;
+	memset(&ui, 0, sizeof ui);
+	int rc = send_cmd(argc, argv, &ui);
+	json_decref(ui.subs);
+	return rc;
 }

@@ -238,7 +238,7 @@ static void rwarn_cb(void *arg, const char *path, const char *msg)
 
 static const char restore_usage[] =
 	"usage: ferry restore [--file PATH]... [--force] [--untrusted] [--no-same-owner] "
-	"[--no-same-permissions] [--no-devices] [--no-setuid] [-v] SNAPSHOT DIR | "
+	"[--no-same-permissions] [--no-devices] [--no-setuid] [-v] [--json] SNAPSHOT DIR | "
 	"ferry restore [OPTION]... --format tar|pax|zip SNAPSHOT > FILE";
 
 static const char restore_help[] =
@@ -251,7 +251,8 @@ static const char restore_help[] =
 	"  --no-setuid            setuid and setgid bits cleared, file capabilities not restored\n"
 	"  --untrusted            all four: for snapshots of someone else's data restored as root\n"
 	"                         (archives: all but --no-same-permissions shape the entries)\n"
-	"  -v                     print what was restored\n";
+	"  -v                     print what was restored\n"
+	"  --json                 print it as JSON (see ferry-json(7)); not with --format\n";
 
 /* Parses restore's command line into o, its --file paths into files
  * (room for argc), and *verbose. Returns EXIT_OK to go on, or the exit
@@ -260,7 +261,8 @@ static const char restore_help[] =
 static int restore_options(int argc, char **argv, struct restore_opts *o, const char **files,
 			   int *verbose, int *help)
 {
-	enum { OPT_NO_OWNER = 1000, OPT_NO_PERMS, OPT_NO_DEV, OPT_NO_SUID, OPT_UNTRUSTED, OPT_HELP };
+	enum { OPT_NO_OWNER = 1000, OPT_NO_PERMS, OPT_NO_DEV, OPT_NO_SUID, OPT_UNTRUSTED, OPT_HELP,
+	       OPT_JSON };
 	static const struct option lo[] = {
 		{"file", required_argument, NULL, 'F'},
 		{"force", no_argument, NULL, 'f'},
@@ -272,12 +274,14 @@ static int restore_options(int argc, char **argv, struct restore_opts *o, const 
 		{"no-setuid", no_argument, NULL, OPT_NO_SUID},
 		{"untrusted", no_argument, NULL, OPT_UNTRUSTED},
 		{"help", no_argument, NULL, OPT_HELP},
+		{"json", no_argument, NULL, OPT_JSON},
 		{NULL, 0, NULL, 0},
 	};
 	int c;
 	optind = 1;
 	while ((c = cli_getopt(argc, argv, "restore", "v", lo)) != -1) {
 		switch (c) {
+		case OPT_JSON: *verbose = 2; break;
 		case 'F': files[o->nfiles++] = optarg; break;
 		case 'f': o->force = 1; break;
 		case 'T': o->format = optarg; break;
@@ -305,6 +309,8 @@ static int restore_options(int argc, char **argv, struct restore_opts *o, const 
 		return cli_usage("restore: unknown format '%s' (tar, pax, zip)", format);
 	if (format && isatty(1))
 		return cli_usage("restore: refusing to write an archive to a terminal");
+	if (format && *verbose == 2)
+		return cli_usage("restore: --json and --format both want standard output");
 	return EXIT_OK;
 }
 
@@ -340,7 +346,20 @@ int cmd_restore(int argc, char **argv)
 		rc = cli_fail(r, "cannot restore '%s'", name);
 		goto out;
 	}
-	if (verbose)
+	if (verbose == 2) {
+		json_t *j = json_object(), *snaps = json_object();
+		json_object_set_new(j, "name", json_string(name));
+		json_object_set_new(j, "directory", json_string(argv[optind + 1]));
+		json_object_set_new(j, "files", cli_json_u64(st.files));
+		json_object_set_new(j, "hardlinks", cli_json_u64(st.hardlinks));
+		json_object_set_new(j, "dirs", cli_json_u64(st.dirs));
+		json_object_set_new(j, "symlinks", cli_json_u64(st.symlinks));
+		json_object_set_new(j, "specials", cli_json_u64(st.specials));
+		json_object_set_new(j, "bytes", cli_json_u64(st.bytes));
+		json_object_set_new(j, "warnings", cli_json_u64(st.warnings));
+		json_object_set_new(snaps, name, j);
+		rc = cli_json_print(cli_json_new("ferry restore", "snapshots", snaps), rc);
+	} else if (verbose)
 		fprintf(o.format ? stderr : stdout,
 			"restored %s: %" PRIu64 " files, %" PRIu64 " hardlinks, %" PRIu64
 			" dirs, %" PRIu64 " symlinks, %" PRIu64 " special, %" PRIu64 " bytes\n",
@@ -385,12 +404,40 @@ int cmd_rollback(int argc, char **argv)
 struct diff_out {
 	int types;
 	int scripted; /* -H: a rename's two paths tab-separated, no arrow */
+	json_t *changes; /* --json: the array of changes */
 };
+
+/* A path of the diff as a JSON string, as the text output prints it
+ * (escaped the same way, so bytes that are not UTF-8 stay visible). */
+static json_t *diff_json_path(const char *path, size_t len)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+	if (!f)
+		return NULL;
+	put_escaped(f, path, len);
+	fclose(f);
+	json_t *j = buf ? json_string(buf) : NULL;
+	free(buf);
+	return j;
+}
 
 static int diff_cb(void *arg, char change, char ftype, const char *path, size_t path_len,
 		   const char *newpath, size_t newpath_len)
 {
 	struct diff_out *d = arg;
+	if (d->changes) {
+		char ch[2] = {change, 0}, ft[2] = {ftype, 0};
+		json_t *o = json_object();
+		json_object_set_new(o, "change", json_string(ch));
+		json_object_set_new(o, "type", json_string(ft));
+		json_object_set_new(o, "path", diff_json_path(path, path_len));
+		if (newpath)
+			json_object_set_new(o, "newpath", diff_json_path(newpath, newpath_len));
+		return json_array_append_new(d->changes, o) == 0 ? 0
+								  : ferry_err(FERR_NOMEM, "building JSON");
+	}
 	putchar(change);
 	putchar('\t');
 	if (d->types) {
@@ -408,15 +455,18 @@ static int diff_cb(void *arg, char change, char ftype, const char *path, size_t 
 
 int cmd_diff(int argc, char **argv)
 {
-	const char *usage = "usage: ferry diff [-F] [-H] SNAPSHOT [SNAPSHOT|DATASET]";
-	int c, r;
+	static const struct option lo[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
+	const char *usage = "usage: ferry diff [-F] [-H] [--json] SNAPSHOT [SNAPSHOT|DATASET]";
+	int c, r, json = 0;
 	struct diff_out d = {0};
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, "diff", "FH", NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "diff", "FH", lo)) != -1) {
 		if (c == 'F')
 			d.types = 1;
 		else if (c == 'H')
 			d.scripted = 1;
+		else if (c == 'j')
+			json = 1;
 		else
 			return cli_opt_end();
 	}
@@ -449,23 +499,38 @@ int cmd_diff(int argc, char **argv)
 		r = ferry_err(FERR_INVAL, "'%s' is newer than '%s'", sa.name, sb.name);
 		goto fail;
 	}
+	if (json && !(d.changes = json_array())) {
+		r = ferry_err(FERR_NOMEM, "building JSON");
+		goto fail;
+	}
 	r = store_snap_diff(p, &sa, &sb, diff_cb, &d);
 	if (r < 0)
 		goto fail;
 	store_pool_close(p);
+	if (json) {
+		json_t *o = json_object();
+		json_object_set_new(o, "from", json_string(sa.name));
+		json_object_set_new(o, "to", json_string(sb.name));
+		json_object_set_new(o, "changes", d.changes);
+		return cli_json_print(cli_json_new("ferry diff", "diff", o), EXIT_OK);
+	}
 	return fflush(stdout) == 0 ? EXIT_OK : cli_fail(-FERR_IO, "diff: cannot write");
 fail:
+	json_decref(d.changes);
 	store_pool_close(p);
 	return cli_fail(r, "cannot diff '%s'", a);
 }
 
 int cmd_gc(int argc, char **argv)
 {
-	int c, r, verbose = 0;
+	static const struct option lo[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
+	int c, r, verbose = 0, json = 0;
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, "gc", "v", NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "gc", "v", lo)) != -1) {
 		if (c == 'v')
 			verbose = 1;
+		else if (c == 'j')
+			json = 1;
 		else
 			return cli_opt_end();
 	}
@@ -480,6 +545,18 @@ int cmd_gc(int argc, char **argv)
 		return cli_fail(r, "cannot collect garbage in '%s'", argv[optind]);
 	}
 	store_pool_close(p);
+	if (json) {
+		json_t *o = json_object(), *pools = json_object();
+		json_object_set_new(o, "name", json_string(argv[optind]));
+		json_object_set_new(o, "blocks_freed", cli_json_u64(st.blocks_freed));
+		json_object_set_new(o, "bytes_freed", cli_json_u64(st.bytes_freed));
+		json_object_set_new(o, "nodes_freed", cli_json_u64(st.nodes_freed));
+		json_object_set_new(o, "packs_deleted", cli_json_u64(st.packs_deleted));
+		json_object_set_new(o, "packs_rewritten", cli_json_u64(st.packs_rewritten));
+		json_object_set_new(o, "orphans_deleted", cli_json_u64(st.orphans_deleted));
+		json_object_set_new(pools, argv[optind], o);
+		return cli_json_print(cli_json_new("ferry gc", "pools", pools), EXIT_OK);
+	}
 	if (verbose) {
 		char b[16];
 		format_nicenum(st.bytes_freed, b, sizeof b, 1);
@@ -497,10 +574,14 @@ int cli_snap_destroy(int argc, char **argv)
 {
 	const char *usage = "usage: ferry destroy [-r|-R] [-d] [-f] [-n] [-v] [-p] "
 			    "DATASET@NAME[%NAME][,NAME]...";
-	int c, r, recursive = 0, dry = 0, verbose = 0, exact = 0, defer = 0;
+	static const struct option lo[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
+	int c, r, recursive = 0, dry = 0, verbose = 0, exact = 0, defer = 0, json = 0;
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, "destroy", "rRnvpfd", NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "destroy", "rRnvpfd", lo)) != -1) {
 		switch (c) {
+		case 'j':
+			json = 1;
+			break;
 		case 'd': /* zfs destroy -d: a held snapshot goes with its last hold */
 			defer = 1;
 			break;
@@ -532,9 +613,18 @@ int cli_snap_destroy(int argc, char **argv)
 	uint64_t bytes = 0;
 	if ((r = store_pool_open_for(spec, dry ? STORE_OPEN_RDONLY : 0, &p)) < 0 ||
 	    (r = store_snap_select(p, spec, recursive, &list, &n)) < 0 ||
-	    ((verbose || dry) && (r = store_snap_reclaim(p, list, n, &bytes)) < 0))
+	    ((verbose || dry || json) && (r = store_snap_reclaim(p, list, n, &bytes)) < 0))
 		goto fail;
-	if (verbose) {
+	json_t *jdoc = NULL;
+	if (json) {
+		json_t *o = json_object(), *names = json_array();
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(names, json_string(list[i].name));
+		json_object_set_new(o, "dryrun", json_boolean(dry));
+		json_object_set_new(o, "destroyed", names);
+		json_object_set_new(o, "reclaim", cli_json_u64(bytes));
+		jdoc = cli_json_new("ferry destroy", "destroy", o);
+	} else if (verbose) {
 		/* as current OpenZFS: "would destroy X", "would reclaim 36B";
 		 * -p: "destroy<TAB>X", "reclaim<TAB>36864", dry run or not */
 		for (size_t i = 0; i < n; i++)
@@ -550,11 +640,13 @@ int cli_snap_destroy(int argc, char **argv)
 			printf("%s reclaim %s\n", dry ? "would" : "will", b);
 	}
 	if (!dry && (r = defer ? store_snap_destroy_defer(p, list, n, NULL)
-			       : store_snap_destroy(p, list, n)) < 0)
+			       : store_snap_destroy(p, list, n)) < 0) {
+		json_decref(jdoc);
 		goto fail;
+	}
 	free(list);
 	store_pool_close(p);
-	return EXIT_OK;
+	return json ? cli_json_print(jdoc, EXIT_OK) : EXIT_OK;
 fail:
 	free(list);
 	store_pool_close(p);
@@ -601,10 +693,12 @@ int cmd_bookmark(int argc, char **argv)
 int cli_bookmark_destroy(int argc, char **argv)
 {
 	const char *usage = "usage: ferry destroy [-f] [-n] [-v] [-p] DATASET#BOOKMARK";
-	int c, r, dry = 0, verbose = 0, exact = 0;
+	static const struct option lo[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
+	int c, r, dry = 0, verbose = 0, exact = 0, json = 0;
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, "destroy", "nvpf", NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "destroy", "nvpf", lo)) != -1) {
 		switch (c) {
+		case 'j': json = 1; break;
 		case 'n': dry = 1; break;
 		case 'v': verbose = 1; break;
 		case 'p': exact = 1; break;
@@ -625,6 +719,13 @@ int cli_bookmark_destroy(int argc, char **argv)
 		return cli_fail(r, "cannot destroy '%s'", name);
 	}
 	store_pool_close(p);
+	if (json) {
+		json_t *o = json_object(), *names = json_array();
+		json_array_append_new(names, json_string(b.name));
+		json_object_set_new(o, "dryrun", json_boolean(dry));
+		json_object_set_new(o, "destroyed", names);
+		return cli_json_print(cli_json_new("ferry destroy", "destroy", o), EXIT_OK);
+	}
 	if (verbose && exact)
 		printf("destroy\t%s\n", b.name);
 	else if (verbose)

@@ -22,11 +22,11 @@ static const struct cli_cmd commands[] = {
 	{"pool import", NULL, "pool import PATH [NAME]"},
 	{"pool export", NULL, "pool export NAME"},
 	{"pool list", NULL, "pool list [-H] [-p] [--json] [NAME]..."},
-	{"pool status", NULL, "pool status [NAME]..."},
+	{"pool status", NULL, "pool status [--json] [NAME]..."},
 	{"create", cmd_create, "create [-p] [-V size [-b blocksize]] [-o prop=val]... DATASET"},
-	{"destroy", cmd_destroy, "destroy [-r] [-n] [-v] [-p] DATASET\n"
-				 "destroy [-r|-R] [-d] [-f] [-n] [-v] [-p] DATASET@SNAP[%SNAP][,SNAP]...\n"
-				 "destroy [-f] [-n] [-v] [-p] DATASET#BOOKMARK"},
+	{"destroy", cmd_destroy, "destroy [-r] [-n] [-v] [-p] [--json] DATASET\n"
+				 "destroy [-r|-R] [-d] [-f] [-n] [-v] [-p] [--json] DATASET@SNAP[%SNAP][,SNAP]...\n"
+				 "destroy [-f] [-n] [-v] [-p] [--json] DATASET#BOOKMARK"},
 	{"list", cmd_list, "list [-r] [-d depth] [-t type] [-o cols] [-s col] [-S col] [-H] [-p] [--json] [--prefix PREFIX] [DATASET]..."},
 	{"get", cmd_get, "get [-r] [-d depth] [-t type] [-s source[,source]...] [-H] [-p] [-o all|fields] [--json] PROP[,PROP]...|all DATASET|SNAPSHOT..."},
 	{"set", cmd_set, "set PROP=VALUE... DATASET..."},
@@ -34,18 +34,18 @@ static const struct cli_cmd commands[] = {
 	{"snapshot", cmd_snapshot, "snapshot [-r] [-v] [--cross-filesystems] [--from PATH] DATASET@NAME...\n"
 				   "snapshot [-r] [-v] --auto[=LABEL] DATASET..."},
 	{"bookmark", cmd_bookmark, "bookmark DATASET@SNAP|DATASET#BOOKMARK DATASET#BOOKMARK"},
-	{"restore", cmd_restore, "restore [--file PATH]... [--force] [--untrusted] [--no-same-owner] [--no-same-permissions] [--no-devices] [--no-setuid] [-v] SNAPSHOT DIR\n"
+	{"restore", cmd_restore, "restore [--file PATH]... [--force] [--untrusted] [--no-same-owner] [--no-same-permissions] [--no-devices] [--no-setuid] [-v] [--json] SNAPSHOT DIR\n"
 				 "restore [--file PATH]... [--untrusted] [--no-same-owner] [--no-devices] [--no-setuid] --format tar|pax|zip SNAPSHOT"},
 	{"hold", cmd_hold, "hold [-r] TAG SNAPSHOT..."},
 	{"release", cmd_release, "release [-r] TAG SNAPSHOT..."},
 	{"holds", cmd_holds, "holds [-r] [-H] [-p] [--json] SNAPSHOT..."},
 	{"rollback", cmd_rollback, "rollback [-r|-R] [-f] SNAPSHOT"},
-	{"diff", cmd_diff, "diff [-F] [-H] SNAPSHOT [SNAPSHOT|DATASET]"},
-	{"gc", cmd_gc, "gc [-v] POOL"},
+	{"diff", cmd_diff, "diff [-F] [-H] [--json] SNAPSHOT [SNAPSHOT|DATASET]"},
+	{"gc", cmd_gc, "gc [-v] [--json] POOL"},
 	{"dump", cmd_dump, "dump [-v] [FILE]"},
-	{"send", cmd_send, "send [-c] [--compress=CODEC] [-p] [-i SNAP|-i #BOOKMARK|-I SNAP] [-R] [-n] [-v] [-P] SNAPSHOT\n"
-			   "send [-v] [-P] [-n] -t TOKEN"},
-	{"recv", cmd_recv, "recv [-F] [-s] [-u] [-d|-e] [-n] [-v] [-o PROP=VAL]... [-x PROP]... [--keep-source-compression] TARGET\n"
+	{"send", cmd_send, "send [-c] [--compress=CODEC] [-p] [-i SNAP|-i #BOOKMARK|-I SNAP] [-R] [-n] [-v] [-P] [--json] SNAPSHOT\n"
+			   "send [-v] [-P] [-n] [--json] -t TOKEN"},
+	{"recv", cmd_recv, "recv [-F] [-s] [-u] [-d|-e] [-n] [-v] [-o PROP=VAL]... [-x PROP]... [--keep-source-compression] [--json] TARGET\n"
 			   "recv -A TARGET"},
 	{"receive", cmd_recv, "receive: the same as recv"},
 	{"sync", cmd_sync, "sync [-r] [-n] [-v] [--json] [--no-intermediate] [--compress=auto|CODEC] [-o PROP=VAL]... [-x PROP]... [-F] [--wait[=SECS]] SOURCE POOL/DATASET|ssh://[USER@]HOST[:PORT]/POOL/DATASET"},

@@ -14,7 +14,7 @@ mk() { env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make -s -C "$FERRY_SRC" BUILD="$B
 run mk install DESTDIR="$D" PREFIX=/usr
 is "$rc" 0 "make install DESTDIR PREFIX=/usr"
 [ "$rc" = 0 ] || diag "$(cat "$T/err")"
-for f in usr/bin/ferry usr/share/man/man8/ferry.8 usr/share/man/man5/ferry-stream.5 \
+for f in usr/bin/ferry usr/share/man/man8/ferry.8 usr/share/man/man5/ferry-stream.5 usr/share/man/man7/ferry-json.7 \
 	usr/share/bash-completion/completions/ferry usr/lib/systemd/system/ferry-sync@.timer; do
 	[ -f "$D/$f" ] && ok "installs $f" || not_ok "no $f"
 done
@@ -46,7 +46,7 @@ tank/a/b
 tank/a@s1" "ferry send tank/<TAB>: the datasets and snapshots"
 is "$(comp ferry send tank/a@)" "tank/a@s1" "ferry send tank/a@<TAB>: the snapshots"
 is "$(comp ferry list --js)" "--json" "ferry list --js<TAB>: --json"
-is "$(comp ferry recv -)" "$(printf '%s\n' -A -F -d -e -n -o -s -u -v -x --help --keep-source-compression | sort)" \
+is "$(comp ferry recv -)" "$(printf '%s\n' -A -F -d -e -n -o -s -u -v -x --help --json --keep-source-compression | sort)" \
 	"recv -<TAB>: recv's options, from its --help"
 is "$(comp ferry pool st)" "status" "ferry pool st<TAB>: status"
 is "$(comp ferry gc t)" "tank" "ferry gc t<TAB>: the pools"
