@@ -76,6 +76,21 @@ int cli_json_print(json_t *top, int rc);
 /* A byte count or other unsigned figure as a JSON integer. */
 json_t *cli_json_u64(uint64_t v);
 
+/* The progress line of long work (cli/progress.c): drawn on stderr only
+ * when it is a terminal and not quiet (-q); total 0 when unknown. */
+struct cli_meter {
+	struct progress p;
+	int on, drawn;
+	uint64_t last;
+};
+void cli_meter_start(struct cli_meter *m, const char *what, uint64_t total, int quiet);
+void cli_meter_update(struct cli_meter *m, uint64_t bytes, uint64_t files);
+/* Erases the line before other output to the terminal; the next update
+ * draws it again. */
+void cli_meter_clear(struct cli_meter *m);
+/* Draws the final state and ends the line (nothing if nothing was drawn). */
+void cli_meter_end(struct cli_meter *m);
+
 int cmd_dump(int argc, char **argv);
 int cmd_pool(int argc, char **argv);
 int cmd_create(int argc, char **argv);

@@ -14,6 +14,8 @@ struct recv_ui {
 	int verbose;
 	int dry;
 	struct codec_spec c;
+	int quiet;         /* -q */
+	struct cli_meter meter;
 	json_t *snaps;     /* --json: received snapshots by name */
 	json_t *destroyed; /* --json: what -F destroyed */
 };
@@ -46,6 +48,7 @@ static void done_cb(void *arg, const char *snapshot, const struct recv_stats *st
 	}
 	if (!ui->verbose)
 		return;
+	cli_meter_clear(&ui->meter); /* the report goes under the line, not into it */
 	double secs = (double)st->ns / 1e9;
 	format_nicenum(st->bytes, in, sizeof in, 1);
 	format_nicenum(secs > 0 ? (uint64_t)((double)st->bytes / secs) : st->bytes, rate,
@@ -82,7 +85,7 @@ static void destroyed_cb(void *arg, const char *name)
 
 static const char recv_usage[] =
 	"usage: ferry recv [-F] [-s] [-u] [-d|-e] [-n] [-v] [-o PROP=VAL]... "
-	"[-x PROP]... [--keep-source-compression] [--json] TARGET | ferry recv -A TARGET";
+	"[-x PROP]... [--keep-source-compression] [-q] [--json] TARGET | ferry recv -A TARGET";
 
 struct recv_args {
 	struct recv_opts o;
@@ -120,7 +123,7 @@ static int recv_options(int argc, char **argv, struct recv_args *a)
 	};
 	int c, rc;
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, "recv", "FsudenvAo:x:", lo)) != -1) {
+	while ((c = cli_getopt(argc, argv, "recv", "FsudenvqAo:x:", lo)) != -1) {
 		switch (c) {
 		case 'F': a->o.flags |= RECV_FORCE; break;
 		case 's': a->o.flags |= RECV_RESUMABLE; break;
@@ -129,6 +132,7 @@ static int recv_options(int argc, char **argv, struct recv_args *a)
 		case 'e': a->o.flags |= RECV_LASTNAME; break;
 		case 'n': a->o.flags |= RECV_DRYRUN; a->ui.dry = 1; break;
 		case 'v': a->ui.verbose = 1; break;
+		case 'q': a->ui.quiet = 1; break;
 		case 'j':
 			if (!a->ui.snaps && (!(a->ui.snaps = json_object()) ||
 					     !(a->ui.destroyed = json_array())))
@@ -175,6 +179,7 @@ struct recv_peek {
 	struct stream_source *in;
 	struct stream_decoder *d; /* NULL once stopped */
 	const struct recv_args *a;
+	struct cli_meter *meter;
 	int in_pkg;
 	char top[STORE_NAME_MAX + 1];
 };
@@ -202,6 +207,7 @@ static void peek_record(struct recv_peek *pk, const struct stream_record *rec)
 		peek_stop(pk); /* recv_run refuses that name and says why */
 		return;
 	}
+	cli_meter_clear(pk->meter);
 	printf("%s %s stream of %s@%s into %s\n",
 	       (pk->a->o.flags & RECV_DRYRUN) ? "would receive" : "receiving",
 	       b->from_guid ? "incremental" : "full", b->dataset, b->snapshot, dest);
@@ -216,6 +222,7 @@ static int peek_read(struct stream_source *base, void *buf, size_t n, size_t *go
 	int r;
 	if ((r = stream_source_read(pk->in, buf, n, &g)) < 0)
 		return r;
+	cli_meter_update(pk->meter, pk->in->bytes, 0);
 	while (pk->d && off < g) {
 		r = stream_decoder_feed(pk->d, (const uint8_t *)buf + off, g - off, &used, &rec);
 		if (r < 0) {
@@ -259,12 +266,16 @@ static int recv_into(struct store_pool *p, struct recv_args *a)
 	pk.base.read = peek_read;
 	pk.in = &src.base;
 	pk.a = a;
+	pk.meter = &a->ui.meter;
+	/* the progress line: bytes and rate (a stream says not how long it is) */
+	cli_meter_start(&a->ui.meter, a->target, 0, a->ui.quiet || a->ui.snaps);
 	if (a->ui.verbose && !a->ui.snaps && stream_decoder_new(&pk.d) < 0)
 		ferry_err_clear(); /* then without the line: never fail for it */
 	if (pk.d)
 		stream_decoder_defer_block_hashes(pk.d);
-	r = recv_run(p, a->target, pk.d ? &pk.base : &src.base, &a->o, &st);
+	r = recv_run(p, a->target, pk.d || a->ui.meter.on ? &pk.base : &src.base, &a->o, &st);
 	peek_stop(&pk);
+	cli_meter_end(&a->ui.meter);
 	if (r < 0)
 		return cli_fail(r, "cannot receive into '%s'", a->target);
 	if (a->ui.snaps) {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,7 +17,9 @@ struct send_ui {
 	int parsable;
 	int verbose;
 	int dry;
+	int quiet;    /* -q */
 	json_t *subs; /* -n --json: the substreams */
+	struct cli_meter meter;
 };
 
 /* The estimate lines of -n -v, and of -v before a real send (then on
@@ -82,6 +85,7 @@ static void progress_cb(void *arg, const struct send_progress *pr)
 	char nice[16], tm[16];
 	time_t now = (time_t)(ferry_now_ns() / 1000000000u);
 	struct tm t;
+	cli_meter_update(&ui->meter, pr->bytes, 0);
 	if (!ui->verbose || ui->dry)
 		return;
 	localtime_r(&now, &t);
@@ -95,7 +99,7 @@ static void progress_cb(void *arg, const struct send_progress *pr)
 
 static const char send_usage[] =
 	"usage: ferry send [-c] [--compress=CODEC] [-p] [-i SNAP|-i #BOOKMARK|-I SNAP] [-R] "
-	"[-n] [-v] [-P] [--json] SNAPSHOT | ferry send [-v] [-P] [-n] [--json] -t TOKEN";
+	"[-n] [-v] [-P] [-q] [--json] SNAPSHOT | ferry send [-v] [-P] [-n] [-q] [--json] -t TOKEN";
 
 /* Parses send's command line into o and ui; EXIT_OK or the exit code of
  * the error it printed. */
@@ -114,8 +118,9 @@ static int send_options(int argc, char **argv, struct send_opts *o, struct send_
 	};
 	int c, r;
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, "send", "cpRnvPi:I:t:", lo)) != -1) {
+	while ((c = cli_getopt(argc, argv, "send", "cpRnvPqi:I:t:", lo)) != -1) {
 		switch (c) {
+		case 'q': ui->quiet = 1; break;
 		case 'c': o->flags |= SEND_COMPRESSED; break;
 		case 'p': o->flags |= SEND_PROPS; break;
 		case 'R': o->flags |= SEND_REPLICATE; break;
@@ -193,6 +198,18 @@ static int send_cmd(int argc, char **argv, struct send_ui *uip)
 	struct stream_sink_fd sink;
 	stream_sink_fd_init(&sink, 1);
 	o.arg = &ui;
+	/* The progress line: on a terminal, without -v's own lines, and not
+	 * into a pipe: in send | recv the receiver draws it, once. */
+	struct stat so;
+	int draw = !ui.quiet && !ui.verbose && !ui.dry && isatty(2) &&
+		   !(fstat(1, &so) == 0 && S_ISFIFO(so.st_mode));
+	if (draw) {
+		struct send_opts est = o;
+		est.flags |= SEND_DRYRUN;
+		if ((r = send_run(p, o.token ? NULL : name, &est, &sink.base, &st)) < 0)
+			goto out;
+		cli_meter_start(&ui.meter, name, st.bytes, 0);
+	}
 	if (ui.verbose) {
 		/* zfs send -v: the estimate first (a dry run's exact count),
 		 * then the send with its progress. */
@@ -217,6 +234,8 @@ static int send_cmd(int argc, char **argv, struct send_ui *uip)
 		o.progress = progress_cb;
 		memset(&st, 0, sizeof st);
 		r = send_run(p, o.token ? NULL : name, &o, &sink.base, &st);
+		cli_meter_update(&ui.meter, st.bytes, 0);
+		cli_meter_end(&ui.meter);
 	}
 out:
 	store_pool_close(p);

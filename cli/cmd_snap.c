@@ -35,20 +35,25 @@ static void warn_cb(void *arg, const char *path, const char *msg)
 	fprintf(stderr, ": %s\n", msg);
 }
 
+/* snapshot -q: no progress line (a flag for the whole command, which
+ * snapshots one dataset or a tree) */
+static int snap_quiet;
+
 struct snap_progress {
-	const char *name;
-	int shown;
+	struct cli_meter meter; /* bytes read and files: capture knows no total */
 };
 
 static void progress_cb(void *arg, const struct capture_stats *st)
 {
 	struct snap_progress *pg = arg;
-	char rd[16], wr[16];
-	format_nicenum(st->bytes_read, rd, sizeof rd, 1);
-	format_nicenum(st->bytes_written, wr, sizeof wr, 1);
-	fprintf(stderr, "\r%s: %" PRIu64 " files read, %" PRIu64 " reused, %s read, %s written   ",
-		pg->name, st->files_read, st->files_reused, rd, wr);
-	pg->shown = 1;
+	cli_meter_update(&pg->meter, st->bytes_read, st->files_read + st->files_reused);
+}
+
+static void snap_warn_cb(void *arg, const char *path, const char *msg)
+{
+	struct snap_progress *pg = arg;
+	cli_meter_clear(&pg->meter);
+	warn_cb(arg, path, msg);
 }
 
 static int snapshot_one(struct store_pool *p, const struct store_ds *ds, const char *snap,
@@ -60,18 +65,16 @@ static int snapshot_one(struct store_pool *p, const struct store_ds *ds, const c
 	char full[2 * STORE_NAME_MAX + 2];
 	snprintf(full, sizeof full, "%s@%s", ds->name, snap);
 	memset(&o, 0, sizeof o);
-	pg.name = full;
-	pg.shown = 0;
+	cli_meter_start(&pg.meter, full, 0, snap_quiet);
 	o.from = from;
 	o.cross_fs = cross_fs;
-	o.warn = warn_cb;
+	o.warn = snap_warn_cb;
 	o.arg = &pg;
-	if (isatty(2))
+	if (pg.meter.on)
 		o.progress = progress_cb;
 	uint64_t t0 = ferry_now_ns();
 	int r = capture_snapshot(p, ds, snap, &o, &st);
-	if (pg.shown)
-		fputc('\n', stderr);
+	cli_meter_end(&pg.meter);
 	if (r < 0 && r != -FERR_PARTIAL)
 		return cli_fail(r, "cannot snapshot '%s'", full);
 	if (verbose) {
@@ -127,14 +130,17 @@ int cmd_snapshot(int argc, char **argv)
 		{"auto", optional_argument, NULL, 'A'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *usage = "usage: ferry snapshot [-r] [-v] [--cross-filesystems] [--from PATH] "
-			    "DATASET@NAME... | ferry snapshot [-r] [-v] --auto[=LABEL] DATASET...";
+	const char *usage = "usage: ferry snapshot [-r] [-v] [-q] [--cross-filesystems] [--from PATH] "
+			    "DATASET@NAME... | ferry snapshot [-r] [-v] [-q] --auto[=LABEL] DATASET...";
 	const char *from = NULL, *label = NULL;
 	char autosnap[STORE_NAME_MAX + 1] = "", autoname[2 * STORE_NAME_MAX + 2];
 	int c, recursive = 0, verbose = 0, cross_fs = 0, rc = EXIT_OK, autoname_on = 0;
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, "snapshot", "rv", lo)) != -1) {
-		if (c == 'r')
+	snap_quiet = 0;
+	while ((c = cli_getopt(argc, argv, "snapshot", "rvq", lo)) != -1) {
+		if (c == 'q')
+			snap_quiet = 1;
+		else if (c == 'r')
 			recursive = 1;
 		else if (c == 'v')
 			verbose = 1;
@@ -233,12 +239,19 @@ int cmd_snapshot(int argc, char **argv)
 
 static void rwarn_cb(void *arg, const char *path, const char *msg)
 {
+	cli_meter_clear(arg); /* the warning, then the line again */
 	warn_cb(arg, path, msg);
+}
+
+static void rprogress_cb(void *arg, const struct restore_stats *st)
+{
+	cli_meter_update(arg, st->bytes, st->files + st->hardlinks + st->dirs + st->symlinks +
+						 st->specials);
 }
 
 static const char restore_usage[] =
 	"usage: ferry restore [--file PATH]... [--force] [--untrusted] [--no-same-owner] "
-	"[--no-same-permissions] [--no-devices] [--no-setuid] [-v] [--json] SNAPSHOT DIR | "
+	"[--no-same-permissions] [--no-devices] [--no-setuid] [-v] [-q] [--json] SNAPSHOT DIR | "
 	"ferry restore [OPTION]... --format tar|pax|zip SNAPSHOT > FILE";
 
 static const char restore_help[] =
@@ -252,6 +265,7 @@ static const char restore_help[] =
 	"  --untrusted            all four: for snapshots of someone else's data restored as root\n"
 	"                         (archives: all but --no-same-permissions shape the entries)\n"
 	"  -v                     print what was restored\n"
+	"  -q                     no progress line (drawn only when stderr is a terminal)\n"
 	"  --json                 print it as JSON (see ferry-json(7)); not with --format\n";
 
 /* Parses restore's command line into o, its --file paths into files
@@ -259,7 +273,7 @@ static const char restore_help[] =
  * code to end with: after --help (EXIT_OK, *help set) or an error it
  * printed. */
 static int restore_options(int argc, char **argv, struct restore_opts *o, const char **files,
-			   int *verbose, int *help)
+			   int *verbose, int *help, int *quiet)
 {
 	enum { OPT_NO_OWNER = 1000, OPT_NO_PERMS, OPT_NO_DEV, OPT_NO_SUID, OPT_UNTRUSTED, OPT_HELP,
 	       OPT_JSON };
@@ -279,8 +293,9 @@ static int restore_options(int argc, char **argv, struct restore_opts *o, const 
 	};
 	int c;
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, "restore", "v", lo)) != -1) {
+	while ((c = cli_getopt(argc, argv, "restore", "vq", lo)) != -1) {
 		switch (c) {
+		case 'q': *quiet = 1; break;
 		case OPT_JSON: *verbose = 2; break;
 		case 'F': files[o->nfiles++] = optarg; break;
 		case 'f': o->force = 1; break;
@@ -320,13 +335,15 @@ int cmd_restore(int argc, char **argv)
 	struct restore_opts o;
 	struct restore_stats st;
 	struct store_snap s;
-	int r, rc, verbose = 0, help = 0;
+	int r, rc, verbose = 0, help = 0, quiet = 0;
+	struct cli_meter meter;
+	memset(&meter, 0, sizeof meter);
 	memset(&o, 0, sizeof o);
 	const char **files = calloc((size_t)argc, sizeof *files);
 	if (!files)
 		return cli_fail(-FERR_NOMEM, "restore");
 	o.files = files;
-	if ((rc = restore_options(argc, argv, &o, files, &verbose, &help)) != EXIT_OK || help)
+	if ((rc = restore_options(argc, argv, &o, files, &verbose, &help, &quiet)) != EXIT_OK || help)
 		goto out;
 	const char *name = argv[optind];
 	if ((r = store_pool_open_for(name, STORE_OPEN_RDONLY, &p)) < 0 ||
@@ -341,7 +358,21 @@ int cmd_restore(int argc, char **argv)
 	umask(um);
 	o.umask = um;
 	o.warn = rwarn_cb;
+	o.arg = &meter;
+	if (!o.format) {
+		/* the line's total: the snapshot's logical bytes */
+		struct store_ds sds;
+		struct store_propval v;
+		uint64_t total = 0;
+		store_snap_to_ds(&s, &sds);
+		if (store_prop_get(p, &sds, "logicalreferenced", &v) == 0)
+			total = strtoull(v.exact, NULL, 10);
+		ferry_err_clear();
+		cli_meter_start(&meter, name, total, quiet);
+		o.progress = rprogress_cb;
+	}
 	r = restore_snapshot(p, &s, o.format ? NULL : argv[optind + 1], &o, &st);
+	cli_meter_end(&meter);
 	if (r < 0 && r != -FERR_PARTIAL) {
 		rc = cli_fail(r, "cannot restore '%s'", name);
 		goto out;

@@ -31,10 +31,10 @@ static const struct cli_cmd commands[] = {
 	{"get", cmd_get, "get [-r] [-d depth] [-t type] [-s source[,source]...] [-H] [-p] [-o all|fields] [--json] PROP[,PROP]...|all DATASET|SNAPSHOT..."},
 	{"set", cmd_set, "set PROP=VALUE... DATASET..."},
 	{"inherit", cmd_inherit, "inherit [-r] [-S] PROP DATASET..."},
-	{"snapshot", cmd_snapshot, "snapshot [-r] [-v] [--cross-filesystems] [--from PATH] DATASET@NAME...\n"
-				   "snapshot [-r] [-v] --auto[=LABEL] DATASET..."},
+	{"snapshot", cmd_snapshot, "snapshot [-r] [-v] [-q] [--cross-filesystems] [--from PATH] DATASET@NAME...\n"
+				   "snapshot [-r] [-v] [-q] --auto[=LABEL] DATASET..."},
 	{"bookmark", cmd_bookmark, "bookmark DATASET@SNAP|DATASET#BOOKMARK DATASET#BOOKMARK"},
-	{"restore", cmd_restore, "restore [--file PATH]... [--force] [--untrusted] [--no-same-owner] [--no-same-permissions] [--no-devices] [--no-setuid] [-v] [--json] SNAPSHOT DIR\n"
+	{"restore", cmd_restore, "restore [--file PATH]... [--force] [--untrusted] [--no-same-owner] [--no-same-permissions] [--no-devices] [--no-setuid] [-v] [-q] [--json] SNAPSHOT DIR\n"
 				 "restore [--file PATH]... [--untrusted] [--no-same-owner] [--no-devices] [--no-setuid] --format tar|pax|zip SNAPSHOT"},
 	{"hold", cmd_hold, "hold [-r] TAG SNAPSHOT..."},
 	{"release", cmd_release, "release [-r] TAG SNAPSHOT..."},
@@ -43,9 +43,9 @@ static const struct cli_cmd commands[] = {
 	{"diff", cmd_diff, "diff [-F] [-H] [--json] SNAPSHOT [SNAPSHOT|DATASET]"},
 	{"gc", cmd_gc, "gc [-v] [--json] POOL"},
 	{"dump", cmd_dump, "dump [-v] [FILE]"},
-	{"send", cmd_send, "send [-c] [--compress=CODEC] [-p] [-i SNAP|-i #BOOKMARK|-I SNAP] [-R] [-n] [-v] [-P] [--json] SNAPSHOT\n"
-			   "send [-v] [-P] [-n] [--json] -t TOKEN"},
-	{"recv", cmd_recv, "recv [-F] [-s] [-u] [-d|-e] [-n] [-v] [-o PROP=VAL]... [-x PROP]... [--keep-source-compression] [--json] TARGET\n"
+	{"send", cmd_send, "send [-c] [--compress=CODEC] [-p] [-i SNAP|-i #BOOKMARK|-I SNAP] [-R] [-n] [-v] [-P] [-q] [--json] SNAPSHOT\n"
+			   "send [-v] [-P] [-n] [-q] [--json] -t TOKEN"},
+	{"recv", cmd_recv, "recv [-F] [-s] [-u] [-d|-e] [-n] [-v] [-o PROP=VAL]... [-x PROP]... [--keep-source-compression] [-q] [--json] TARGET\n"
 			   "recv -A TARGET"},
 	{"receive", cmd_recv, "receive: the same as recv"},
 	{"sync", cmd_sync, "sync [-r] [-n] [-v] [--json] [--no-intermediate] [--compress=auto|CODEC] [-o PROP=VAL]... [-x PROP]... [-F] [--wait[=SECS]] SOURCE POOL/DATASET|ssh://[USER@]HOST[:PORT]/POOL/DATASET"},

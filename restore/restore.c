@@ -452,6 +452,8 @@ static int rcollect(struct rst *r)
 		r->err_named = 1; /* rjob_err named the file */
 	if (j->kind == RJ_DATA || j->kind == RJ_SMALL) {
 		r->st->bytes += j->bytes;
+		if (r->o->progress)
+			r->o->progress(r->o->arg, r->st);
 		if (j->jw.n) {
 			/* report the worker's first warning under the file's path
 			 * (r->path is the walk's, elsewhere by now) */

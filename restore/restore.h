@@ -19,6 +19,7 @@ enum {
 	RESTORE_NO_DEVICES = 1 << 2,          /* device nodes skipped, each warned */
 	RESTORE_NO_SETUID = 1 << 3,           /* setuid/setgid cleared, no file capabilities */
 };
+struct restore_stats;
 struct restore_opts {
 	const char *const *files; /* restore only these paths (relative to the snapshot root) */
 	size_t nfiles;
@@ -29,6 +30,9 @@ struct restore_opts {
 				   * but NO_SAME_PERMISSIONS (its extractor applies its umask) */
 	mode_t umask;             /* for RESTORE_NO_SAME_PERMISSIONS */
 	void (*warn)(void *arg, const char *path, const char *msg);
+	/* Called now and then on the calling thread with the figures so far
+	 * (tree restores); may be NULL. */
+	void (*progress)(void *arg, const struct restore_stats *st);
 	void *arg;
 };
 struct restore_stats {
