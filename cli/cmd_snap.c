@@ -523,7 +523,12 @@ int cmd_diff(int argc, char **argv)
 		char dsname[STORE_NAME_MAX + 1];
 		size_t n = strcspn(b ? b : a, "@");
 		snprintf(dsname, sizeof dsname, "%.*s", (int)n, b ? b : a);
-		if ((r = store_ds_lookup(p, dsname, &ds)) < 0 || (r = store_snap_newest(p, &ds, &sb)) < 0)
+		if ((r = store_ds_lookup(p, dsname, &ds)) < 0) {
+			/* name the operand that is missing, not the first */
+			r = ferry_err(FERR_NOENT, "dataset '%s' does not exist", dsname);
+			goto fail;
+		}
+		if ((r = store_snap_newest(p, &ds, &sb)) < 0)
 			goto fail;
 	}
 	if (sa.ds_id == sb.ds_id && sa.createtxg > sb.createtxg) {

@@ -81,7 +81,7 @@ for c in "pool status nosuch" "list tank/nosuch" "get all tank/nosuch" "snapshot
 	"destroy tank/nosuch" "rollback tank/a@nosuch" "send tank/a@nosuch" "diff tank/a@nosuch" \
 	"gc nosuch" "set compression=lz4 tank/nosuch" "inherit compression tank/nosuch" \
 	"bookmark tank/a@nosuch tank/a#b" "hold t tank/a@nosuch" "release t tank/a@nosuch" \
-	"restore tank/a@nosuch $T/r0" "prune --keep-last 1 tank/nosuch"; do
+	"restore tank/a@nosuch $T/r0" "prune --keep-last 1 tank/nosuch" "diff tank/a@s1 tank/nosuch"; do
 	# shellcheck disable=SC2086
 	refused 1 "nosuch" "'$c' fails with one line" ferry $c
 done

@@ -57,6 +57,16 @@ run ferry create tank/v -V 1M -b 4K
 is "$rc:$(ferry get -H -o value volblocksize tank/v)" "0:4K" "create DS -V SIZE -b SIZE"
 run ferry sync-state tank/a -r
 is "$rc" 0 "sync-state DS -r"
+run ferry pool create p2 "$T/p2" -o compression=gzip
+is "$rc:$(ferry get -H -o value compression p2)" "0:gzip" "pool create NAME PATH -o PROP=VAL"
+run ferry prune tank/a --keep-last 5 -n -v
+is "$rc" 0 "prune DS --keep-last N -n -v"
+run ferry sync tank/a bk/sy -n
+is "$rc:$(ferry list -H -o name bk/sy 2>/dev/null)" "0:" "sync SRC DST -n (sends nothing)"
+run ferry pool status tank --json
+is "$rc" 0 "pool status NAME --json"
+run ferry holds tank/a@s1 -H
+is "$rc" 0 "holds SNAP -H"
 
 # ---- -- ends options ------------------------------------------------------------
 refused 1 "cannot list '-r'" "after --, -r is a dataset name" ferry list -- -r
