@@ -46,7 +46,7 @@ tank/a/b
 tank/a@s1" "ferry send tank/<TAB>: the datasets and snapshots"
 is "$(comp ferry send tank/a@)" "tank/a@s1" "ferry send tank/a@<TAB>: the snapshots"
 is "$(comp ferry list --js)" "--json" "ferry list --js<TAB>: --json"
-is "$(comp ferry recv -)" "$(printf '%s\n' -A -F -d -e -n -o -s -u -v -x --help --json --keep-source-compression | sort)" \
+is "$(comp ferry recv -)" "$(printf '%s\n' -A -F -d -e -n -o -q -s -u -v -x --help --json --keep-source-compression | sort)" \
 	"recv -<TAB>: recv's options, from its --help"
 is "$(comp ferry pool st)" "status" "ferry pool st<TAB>: status"
 is "$(comp ferry gc t)" "tank" "ferry gc t<TAB>: the pools"
