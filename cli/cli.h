@@ -3,7 +3,14 @@
 #ifndef FERRY_CLI_H
 #define FERRY_CLI_H
 
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+
 #include "../lib/lib.h"
+
+/* What `ferry --version` prints; raised with each release. */
+#define FERRY_VERSION "0.11.0"
 
 /* Exit codes, documented in docs/ferry.8. */
 enum {
@@ -13,6 +20,9 @@ enum {
 	EXIT_PARTIAL = 3, /* done, but some input was skipped (warned about); sync:
 			   * some datasets failed */
 	EXIT_BUSY = 4,    /* sync: another sync of the same (dataset, destination) runs */
+	/* not an exit status: a command's --help was printed; main() exits 0.
+	 * Distinct from EXIT_OK so an option parser's "go on" is not it. */
+	EXIT_HELP_DONE = 256,
 };
 
 /* A command: argv[0] is the command name (e.g. "dump"); returns an exit code. */
@@ -22,9 +32,29 @@ typedef int (*cli_fn)(int argc, char **argv);
 int cli_usage(const char *fmt, ...) FERRY_PRINTF(1, 2);
 /* Prints "ferry: <msg>: <detail of r>" (one line) and returns EXIT_FAIL. */
 int cli_fail(int r, const char *fmt, ...) FERRY_PRINTF(2, 3);
-/* After getopt returned '?': names the bad option and the usage in one
- * line; returns EXIT_USAGE. main() sets opterr = 0 so getopt stays quiet. */
-int cli_bad_option(char **argv, const char *usage);
+/* getopt_long for command cmd ("list", "pool create") as Linux zfs
+ * parses: options may follow operands (GNU permutation; argv is
+ * reordered so operands end up from optind on), "--" ends options.
+ * -h and --help print cmd's usage on stdout; an unknown option, a
+ * missing value or a value given to a flag is reported in one line on
+ * stderr, naming the option as typed. Both then return '?', after which
+ * the caller returns cli_opt_end(): EXIT_HELP_DONE after help, else
+ * EXIT_USAGE.
+ * shortopts and longopts as getopt_long's (a leading '+' is ignored);
+ * set optind = 1 before the first call. main() sets opterr = 0. */
+int cli_getopt(int argc, char **argv, const char *cmd, const char *shortopts,
+	       const struct option *longopts);
+int cli_opt_end(void);
+/* For a command with no options: parses -h/--help and "--" as cli_getopt
+ * does; returns -1 with optind at the first operand, or the exit code to
+ * end with (after help or an error it printed). */
+int cli_no_options(int argc, char **argv, const char *cmd);
+/* Prints cmd's usage ("usage: ferry ..." per form); -1 if cmd is no
+ * command. */
+int cli_help(const char *cmd, FILE *f);
+/* cmd's forms on one line ("usage: ferry a ... | ferry b ...") into buf;
+ * "" if cmd is no command. */
+void cli_usage_line(const char *cmd, char *buf, size_t n);
 /* Prints "ferry: warning: <msg>" (one line). */
 void cli_warn(const char *fmt, ...) FERRY_PRINTF(1, 2);
 /* Opens the pool holding name (flags as store_pool_open's) and looks the
@@ -35,6 +65,31 @@ struct store_pool;
 struct store_ds;
 int cli_open_ds(const char *name, int flags, const char *verb, struct store_pool **pp,
 		struct store_ds *ds);
+
+/* A --json document (cli/json.c, docs/ferry-json.7): output_version for
+ * command ("ferry pool list") and key: member (owned: stolen, also on
+ * failure). NULL on allocation failure. */
+json_t *cli_json_new(const char *command, const char *key, json_t *member);
+/* Prints top (stolen; NULL: allocation failed) on stdout, indented, and
+ * returns rc, or EXIT_FAIL after saying why printing failed. */
+int cli_json_print(json_t *top, int rc);
+/* A byte count or other unsigned figure as a JSON integer. */
+json_t *cli_json_u64(uint64_t v);
+
+/* The progress line of long work (cli/progress.c): drawn on stderr only
+ * when it is a terminal and not quiet (-q); total 0 when unknown. */
+struct cli_meter {
+	struct progress p;
+	int on, drawn;
+	uint64_t last;
+};
+void cli_meter_start(struct cli_meter *m, const char *what, uint64_t total, int quiet);
+void cli_meter_update(struct cli_meter *m, uint64_t bytes, uint64_t files);
+/* Erases the line before other output to the terminal; the next update
+ * draws it again. */
+void cli_meter_clear(struct cli_meter *m);
+/* Draws the final state and ends the line (nothing if nothing was drawn). */
+void cli_meter_end(struct cli_meter *m);
 
 int cmd_dump(int argc, char **argv);
 int cmd_pool(int argc, char **argv);

@@ -44,7 +44,7 @@ int cmd_create(int argc, char **argv)
 	char *volsize = NULL, *volblock = NULL;
 	struct store_pool *p = NULL;
 	optind = 1;
-	while ((c = getopt(argc, argv, "+pV:b:o:")) != -1) {
+	while ((c = cli_getopt(argc, argv, "create", "pV:b:o:", NULL)) != -1) {
 		switch (c) {
 		case 'p': parents = 1; break;
 		case 'V': volsize = optarg; type = STORE_DS_VOLUME; break;
@@ -54,8 +54,7 @@ int cmd_create(int argc, char **argv)
 				return r;
 			break;
 		default:
-			return cli_bad_option(argv, "usage: ferry create [-p] [-V size [-b blocksize]] "
-					      "[-o prop=val]... DATASET");
+			return cli_opt_end();
 		}
 	}
 	if (argc - optind != 1)
@@ -80,15 +79,21 @@ int cmd_create(int argc, char **argv)
 }
 
 /* What destroy -v prints: "would destroy NAME" (-n) or "will destroy
- * NAME", with -p a tab after "destroy", as the snapshot form prints. */
+ * NAME"; with -p "destroy<TAB>NAME" either way, as current OpenZFS. */
 struct destroy_say {
 	const char *verb; /* "would" or "will" */
 	int exact;        /* -p */
+	json_t *names;    /* --json: the names, in the same order */
 };
 
 static void say_destroy(const struct destroy_say *s, const char *name)
 {
-	printf(s->exact ? "%s destroy\t%s\n" : "%s destroy %s\n", s->verb, name);
+	if (s->names)
+		json_array_append_new(s->names, json_string(name));
+	else if (s->exact)
+		printf("destroy\t%s\n", name);
+	else
+		printf("%s destroy %s\n", s->verb, name);
 }
 
 static int print_would_destroy(struct store_pool *p, const struct store_ds *ds, void *arg)
@@ -117,12 +122,23 @@ static int print_tree_destroy(struct store_pool *p, const struct store_ds *ds, v
 	return r ? r : print_would_destroy(p, ds, arg);
 }
 
+/* destroy --json: the names say collected (stolen). */
+static int destroy_json(struct destroy_say *say, int dry)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "dryrun", json_boolean(dry));
+	json_object_set_new(o, "destroyed", say->names);
+	say->names = NULL;
+	return cli_json_print(cli_json_new("ferry destroy", "destroy", o), EXIT_OK);
+}
+
 int cmd_destroy(int argc, char **argv)
 {
 	const char *usage = "usage: ferry destroy [-r] [-n] [-v] [-p] DATASET"
 			    " | DATASET@SNAP[%SNAP][,SNAP]... | DATASET#BOOKMARK";
-	int c, r, recursive = 0, dry = 0, verbose = 0;
-	struct destroy_say say = {"will", 0};
+	static const struct option lo[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
+	int c, r, recursive = 0, dry = 0, verbose = 0, json = 0;
+	struct destroy_say say = {"will", 0, NULL};
 	struct store_pool *p = NULL;
 	struct store_ds ds;
 	for (int i = 1; i < argc; i++) {
@@ -132,13 +148,16 @@ int cmd_destroy(int argc, char **argv)
 			return cli_bookmark_destroy(argc, argv);
 	}
 	optind = 1;
-	while ((c = getopt(argc, argv, "+rnvp")) != -1) {
+	while ((c = cli_getopt(argc, argv, "destroy", "rnvp", lo)) != -1) {
 		switch (c) {
+		case 'j':
+			json = verbose = 1;
+			break;
 		case 'r': recursive = 1; break;
 		case 'n': dry = 1; break;
 		case 'v': verbose = 1; break;
 		case 'p': say.exact = 1; break;
-		default: return cli_bad_option(argv, usage);
+		default: return cli_opt_end();
 		}
 	}
 	if (argc - optind != 1)
@@ -150,23 +169,33 @@ int cmd_destroy(int argc, char **argv)
 		store_pool_close(p);
 		return cli_fail(r, "cannot destroy '%s'", name);
 	}
+	if (json && !(say.names = json_array())) {
+		store_pool_close(p);
+		return cli_fail(ferry_err(FERR_NOMEM, "building JSON"), "cannot destroy '%s'", name);
+	}
 	if (dry) {
 		say.verb = "would";
 		if (verbose && (r = store_ds_walk(p, &ds, recursive ? -1 : 0, print_tree_destroy,
 						 &say)) < 0) {
+			json_decref(say.names);
 			store_pool_close(p);
 			return cli_fail(r, "cannot destroy '%s'", name);
 		}
 		store_pool_close(p);
-		return EXIT_OK;
+		return json ? destroy_json(&say, 1) : EXIT_OK;
 	}
 	if (verbose && (r = store_ds_walk(p, &ds, recursive ? -1 : 0, print_tree_destroy, &say)) < 0) {
+		json_decref(say.names);
 		store_pool_close(p);
 		return cli_fail(r, "cannot destroy '%s'", name);
 	}
 	r = store_ds_destroy(p, name, recursive);
 	store_pool_close(p);
-	return r < 0 ? cli_fail(r, "cannot destroy '%s'", name) : EXIT_OK;
+	if (r < 0) {
+		json_decref(say.names);
+		return cli_fail(r, "cannot destroy '%s'", name);
+	}
+	return json ? destroy_json(&say, 0) : EXIT_OK;
 }
 
 int cmd_set(int argc, char **argv)
@@ -175,7 +204,9 @@ int cmd_set(int argc, char **argv)
 	size_t nprops = 0;
 	int i, r, rc = EXIT_OK;
 	const char *usage = "usage: ferry set PROP=VALUE... DATASET...";
-	for (i = 1; i < argc && strchr(argv[i], '='); i++)
+	if ((r = cli_no_options(argc, argv, "set")) >= 0)
+		return r;
+	for (i = optind; i < argc && strchr(argv[i], '='); i++)
 		if ((r = cli_parse_propset(argv[i], props, 64, &nprops)) != EXIT_OK)
 			return r;
 	if (nprops == 0 || i >= argc)
@@ -199,13 +230,13 @@ int cmd_inherit(int argc, char **argv)
 	int c, r, rc = EXIT_OK, recursive = 0, revert = 0;
 	const char *usage = "usage: ferry inherit [-r] [-S] PROP DATASET...";
 	optind = 1;
-	while ((c = getopt(argc, argv, "+rS")) != -1) {
+	while ((c = cli_getopt(argc, argv, "inherit", "rS", NULL)) != -1) {
 		if (c == 'r')
 			recursive = 1;
 		else if (c == 'S')
 			revert = 1;
 		else
-			return cli_bad_option(argv, usage);
+			return cli_opt_end();
 	}
 	if (argc - optind < 2)
 		return cli_usage("%s", usage);

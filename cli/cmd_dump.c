@@ -224,13 +224,13 @@ int cmd_dump(int argc, char **argv)
 
 	memset(&st, 0, sizeof(st));
 	optind = 1;
-	while ((c = getopt(argc, argv, "+v")) != -1) {
+	while ((c = cli_getopt(argc, argv, "dump", "v", NULL)) != -1) {
 		switch (c) {
 		case 'v':
 			st.verbose = 1;
 			break;
 		default:
-			return cli_bad_option(argv, DUMP_USAGE);
+			return cli_opt_end();
 		}
 	}
 	if (argc - optind > 1)

@@ -44,11 +44,11 @@ static int hold_or_release(int argc, char **argv, int release)
 	char pool[STORE_NAME_MAX + 1], other[STORE_NAME_MAX + 1];
 	int c, r, recursive = 0;
 	optind = 1;
-	while ((c = getopt(argc, argv, "+r")) != -1) {
+	while ((c = cli_getopt(argc, argv, argv[0], "r", NULL)) != -1) {
 		if (c == 'r')
 			recursive = 1;
 		else
-			return cli_bad_option(argv, usage);
+			return cli_opt_end();
 	}
 	if (argc - optind < 2)
 		return cli_usage("%s", usage);
@@ -207,13 +207,13 @@ int cmd_holds(int argc, char **argv)
 	if (cli_http_has_url(argc, argv))
 		return cli_http_holds(argc, argv); /* cli/http_list.c */
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+rHp", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "holds", "rHp", lo)) != -1) {
 		switch (c) {
 		case 'r': recursive = 1; break;
 		case 'H': scripted = 1; break;
 		case 'p': exact = 1; break;
 		case 'j': json = 1; break;
-		default: return cli_bad_option(argv, usage);
+		default: return cli_opt_end();
 		}
 	}
 	if (optind >= argc)

@@ -19,6 +19,28 @@ struct cell {
 	int numeric;
 };
 
+/* How deep snapshots and bookmarks are listed, as zfs counts: a
+ * dataset's snapshots are one level below it, so -d 1 shows the named
+ * dataset's snapshots and its children but not theirs. */
+struct depthlim {
+	int snap_depth; /* snapshots of datasets at relative depth < this; -1: all */
+	int base;       /* '/'s in the name of the current walk's root */
+};
+
+static int slashes(const char *name)
+{
+	int n = 0;
+	for (; *name && *name != '@' && *name != '#'; name++)
+		n += *name == '/';
+	return n;
+}
+
+/* Whether the snapshots and bookmarks of ds are within the limit. */
+static int depth_allows_snaps(const struct depthlim *l, const struct store_ds *ds)
+{
+	return l->snap_depth < 0 || slashes(ds->name) - l->base < l->snap_depth;
+}
+
 struct rowset {
 	size_t ncols;
 	struct cell **rows;
@@ -29,6 +51,8 @@ struct rowset {
 	json_t *json;     /* datasets object when --json */
 	const char *json_source_mode;
 	const char *prefix; /* --prefix: snapshots and bookmarks named so */
+	struct depthlim lim;
+	size_t nshown;    /* columns -o asked for; the rest only sort */
 };
 
 static const char *col_header(const char *prop)
@@ -188,6 +212,8 @@ static int list_row(struct store_pool *p, const struct store_ds *ds, void *arg)
 		return r2;
 	}
 	int r = list_one(p, ds, arg);
+	if (!depth_allows_snaps(&rs->lim, ds))
+		return r;
 	if (r == 0 && (rs->types & (1 << STORE_DS_SNAPSHOT)))
 		r = store_snap_iter(p, ds, list_snap, arg);
 	if (r == 0 && (rs->types & (1 << STORE_DS_BOOKMARK)))
@@ -212,7 +238,7 @@ static int list_one(struct store_pool *p, const struct store_ds *ds, void *arg)
 			goto out;
 		if ((r = cell_set(&row[c], v->value, v->exact, v->numeric)) < 0)
 			goto out;
-		if (rs->json)
+		if (rs->json && c < rs->nshown)
 			json_prop(rs, p, ds, v);
 	}
 out:
@@ -285,9 +311,10 @@ static json_t *json_top(const char *command, json_t **datasets)
 	return top;
 }
 
-/* Runs fn over each named dataset (or every pool's root when none) with
- * depth; returns an exit code (1 if any target failed). */
-static int for_targets(int argc, char **argv, int depth, int all_depth, const char *verb,
+/* Runs fn over each named dataset (or every pool's root when none) down
+ * to depth levels (-1: all), setting lim->base to each root's depth;
+ * returns an exit code (1 if any target failed). */
+static int for_targets(int argc, char **argv, int depth, struct depthlim *lim, const char *verb,
 		       store_ds_fn fn, void *arg)
 {
 	int rc = EXIT_OK, r;
@@ -299,9 +326,10 @@ static int for_targets(int argc, char **argv, int depth, int all_depth, const ch
 		for (size_t i = 0; i < n; i++) {
 			struct store_pool *p = NULL;
 			struct store_ds ds;
+			lim->base = 0;
 			if ((r = store_pool_open(e[i].name, STORE_OPEN_RDONLY, &p)) < 0 ||
 			    (r = store_ds_lookup(p, e[i].name, &ds)) < 0 ||
-			    (r = store_ds_walk(p, &ds, all_depth, fn, arg)) < 0)
+			    (r = store_ds_walk(p, &ds, depth, fn, arg)) < 0)
 				rc = cli_fail(r, "cannot open pool '%s'", e[i].name);
 			store_pool_close(p);
 		}
@@ -315,6 +343,7 @@ static int for_targets(int argc, char **argv, int depth, int all_depth, const ch
 			rc = r;
 			continue;
 		}
+		lim->base = slashes(ds.name);
 		/* A snapshot or bookmark has no children to walk. */
 		r = ds.type == STORE_DS_SNAPSHOT || ds.type == STORE_DS_BOOKMARK
 			    ? fn(p, &ds, arg)
@@ -327,16 +356,14 @@ static int for_targets(int argc, char **argv, int depth, int all_depth, const ch
 }
 
 static const char *default_list_cols = "name,used,available,referenced,source";
-static const char list_usage[] =
-	"usage: ferry list [-r] [-d depth] [-t type] [-o cols] [-s col] [-S col] [-H] [-p] "
-	"[--json] [--prefix PREFIX] [DATASET]...";
 
 struct listopts {
 	const char *cols;        /* -o */
 	const char *sortcols[16]; /* -s and -S, in order */
 	int sortdesc[16];
 	size_t nsort;
-	int depth;               /* for for_targets: 0, -d's, or -1 (-r) */
+	int recursive;           /* -r or -d */
+	int depth;               /* -d's, or -1 */
 	int scripted, json;
 };
 
@@ -346,17 +373,18 @@ static int list_options(int argc, char **argv, struct listopts *o, struct rowset
 {
 	static const struct option lopts[] = {{"json", no_argument, NULL, 'j'},
 					      {"prefix", required_argument, NULL, 'P'}, {0, 0, 0, 0}};
-	int c, recursive = 0, depth = 0;
+	int c;
+	o->depth = -1;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+rd:t:o:s:S:Hp", lopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "list", "rd:t:o:s:S:Hp", lopts)) != -1) {
 		char *end;
 		switch (c) {
-		case 'r': recursive = 1; break;
+		case 'r': o->recursive = 1; break;
 		case 'd':
-			depth = (int)strtol(optarg, &end, 10);
-			if (*end || depth < 0 || !*optarg)
+			o->depth = (int)strtol(optarg, &end, 10);
+			if (*end || o->depth < 0 || !*optarg)
 				return cli_usage("bad depth '%s'", optarg);
-			recursive = 1;
+			o->recursive = 1;
 			break;
 		case 't':
 			if (parse_types(optarg, &rs->types) < 0)
@@ -375,10 +403,9 @@ static int list_options(int argc, char **argv, struct listopts *o, struct rowset
 		case 'p': rs->exact = 1; break;
 		case 'j': o->json = 1; break;
 		case 'P': rs->prefix = optarg; break;
-		default: return cli_bad_option(argv, list_usage);
+		default: return cli_opt_end();
 		}
 	}
-	o->depth = recursive ? (depth ? depth : -1) : 0;
 	return EXIT_OK;
 }
 
@@ -482,9 +509,16 @@ int cmd_list(int argc, char **argv)
 		return rc;
 	if ((rc = list_columns(&rs, &o, &nshown)) != EXIT_OK)
 		goto out;
+	rs.nshown = nshown;
 	if (o.json)
 		top = json_top("ferry list", &rs.json);
-	rc = for_targets(argc - optind, argv + optind, o.depth, -1, "list", list_row, &rs);
+	/* zfs: with no dataset named, every pool's tree (to -d's depth from
+	 * each root); a named one alone unless -r or -d, but its snapshots
+	 * when -t asks for them. */
+	int named = argc > optind;
+	int walk = named && !o.recursive ? 0 : o.depth;
+	rs.lim.snap_depth = o.depth >= 0 ? o.depth : o.recursive || !named ? -1 : 1;
+	rc = for_targets(argc - optind, argv + optind, walk, &rs.lim, "list", list_row, &rs);
 	if (nsort_keys && rs.n > 1) /* qsort of an empty (NULL) array is undefined */
 		qsort(rs.rows, rs.n, sizeof *rs.rows, row_cmp);
 	if (o.json) {
@@ -506,22 +540,28 @@ struct getctx {
 	char **props;
 	size_t nprops;
 	int all;
-	int fields[4]; /* name, property, value, source: index into output or -1 */
+	int fields[5]; /* name, property, value, received, source */
 	size_t nfields;
 	int exact;
 	int types;
+	int sources;   /* -s: 1 << enum store_prop_source shown; 0: all */
 	int recursive;
 	struct table *t;
 	struct rowset *json;
 	struct store_pool *pool;
 	const struct store_ds *ds;
+	struct depthlim lim;
 };
 
 static int get_emit(const struct store_propval *v, void *arg)
 {
 	struct getctx *g = arg;
 	char srcbuf[STORE_NAME_MAX + 32];
-	char *cells[4];
+	char recv[STORE_USERPROP_VALUE_MAX + 1], recvnice[32];
+	char *cells[5];
+	int r;
+	if (g->sources && !(g->sources & (1 << v->source)))
+		return 0;
 	if (g->json) {
 		json_prop(g->json, g->pool, g->ds, v);
 		return 0;
@@ -531,6 +571,17 @@ static int get_emit(const struct store_propval *v, void *arg)
 		case 0: cells[i] = (char *)g->ds->name; break;
 		case 1: cells[i] = (char *)v->name; break;
 		case 2: cells[i] = (char *)(g->exact ? v->exact : v->value); break;
+		case 3:
+			/* zfs's RECEIVED column: the received value, "-" if none */
+			if ((r = store_prop_received(g->pool, g->ds, v->name, recv, sizeof recv)) < 0)
+				return r;
+			cells[i] = r ? recv : (char *)"-";
+			if (r && v->numeric && !g->exact && recv[strspn(recv, "0123456789")] == 0 &&
+			    *recv) {
+				format_nicenum(strtoull(recv, NULL, 10), recvnice, sizeof recvnice, 0);
+				cells[i] = recvnice;
+			}
+			break;
 		default: cells[i] = (char *)source_text(v, srcbuf, sizeof srcbuf); break;
 		}
 	}
@@ -559,7 +610,8 @@ static int get_ds(struct store_pool *p, const struct store_ds *ds, void *arg)
 {
 	struct getctx *g = arg;
 	int r = get_one(p, ds, arg);
-	int leaf = ds->type == STORE_DS_SNAPSHOT || ds->type == STORE_DS_BOOKMARK;
+	int leaf = ds->type == STORE_DS_SNAPSHOT || ds->type == STORE_DS_BOOKMARK ||
+		   !depth_allows_snaps(&g->lim, ds);
 	if (r == 0 && g->recursive && !leaf && (g->types & (1 << STORE_DS_SNAPSHOT)))
 		r = store_snap_iter(p, ds, get_snap, arg);
 	if (r == 0 && g->recursive && !leaf && (g->types & (1 << STORE_DS_BOOKMARK)))
@@ -590,12 +642,14 @@ static int get_one(struct store_pool *p, const struct store_ds *ds, void *arg)
 int cmd_get(int argc, char **argv)
 {
 	static const struct option lopts[] = {{"json", no_argument, NULL, 'j'}, {0, 0, 0, 0}};
-	static const char *fieldnames[] = {"name", "property", "value", "source"};
-	static const char *fieldhdr[] = {"NAME", "PROPERTY", "VALUE", "SOURCE"};
-	const char *usage = "usage: ferry get [-r] [-d depth] [-t type] [-H] [-p] "
-			    "[-o name,property,value,source] [--json] PROP[,PROP]...|all DATASET...";
+	static const char *fieldnames[] = {"name", "property", "value", "received", "source"};
+	static const char *fieldhdr[] = {"NAME", "PROPERTY", "VALUE", "RECEIVED", "SOURCE"};
+	static const char *srcnames[] = {"none", "default", "local", "received", "inherited"};
+	const char *usage = "usage: ferry get [-r] [-d depth] [-t type] [-s source[,source]...] [-H] "
+			    "[-p] [-o all|name,property,value,received,source] [--json] "
+			    "PROP[,PROP]...|all DATASET...";
 	const char *fields = "name,property,value,source";
-	int c, r, rc = EXIT_OK, recursive = 0, depth = 0, scripted = 0, json = 0;
+	int c, r, rc = EXIT_OK, recursive = 0, depth = -1, scripted = 0, json = 0;
 	struct getctx g;
 	struct table t;
 	struct rowset rs;
@@ -607,7 +661,7 @@ int cmd_get(int argc, char **argv)
 	g.types = (1 << STORE_DS_FILESYSTEM) | (1 << STORE_DS_VOLUME) | (1 << STORE_DS_SNAPSHOT) |
 		  (1 << STORE_DS_BOOKMARK);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+rd:t:Hpo:", lopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "get", "rd:t:s:Hpo:", lopts)) != -1) {
 		char *end;
 		switch (c) {
 		case 'r': recursive = 1; break;
@@ -621,26 +675,49 @@ int cmd_get(int argc, char **argv)
 			if (parse_types(optarg, &g.types) < 0)
 				return cli_usage("bad type list '%s'", optarg);
 			break;
+		case 's': {
+			/* zfs get -s: local, default, inherited, received,
+			 * temporary (ferry has no temporary values), none */
+			char **sv;
+			size_t ns;
+			if (cli_split_list(optarg, &sv, &ns) < 0)
+				return cli_usage("bad source list '%s'", optarg);
+			for (size_t i = 0; i < ns; i++) {
+				size_t k;
+				for (k = 0; k < 5 && strcmp(sv[i], srcnames[k]); k++)
+					;
+				if (k == 5 && strcmp(sv[i], "temporary")) {
+					cli_free_list(sv, ns);
+					return cli_usage("get: bad source '%s' (local, default, inherited, "
+							 "received, temporary, none)", optarg);
+				}
+				g.sources |= k == 5 ? 0 : 1 << k;
+			}
+			cli_free_list(sv, ns);
+			g.sources |= 1 << 8; /* only temporary: nothing, not everything */
+			break;
+		}
 		case 'H': scripted = 1; break;
 		case 'p': g.exact = 1; break;
-		case 'o': fields = optarg; break;
+		case 'o': fields = strcmp(optarg, "all") ? optarg : "name,property,value,received,source"; break;
 		case 'j': json = 1; break;
-		default: return cli_bad_option(argv, usage);
+		default: return cli_opt_end();
 		}
 	}
 	if (argc - optind < 2)
 		return cli_usage("%s", usage);
 	char **fv;
 	size_t nf;
-	if (cli_split_list(fields, &fv, &nf) < 0 || nf > 4)
+	if (cli_split_list(fields, &fv, &nf) < 0 || nf > 5)
 		return cli_usage("bad field list '%s'", fields);
 	for (size_t i = 0; i < nf; i++) {
 		int k;
-		for (k = 0; k < 4 && strcmp(fv[i], fieldnames[k]); k++)
+		for (k = 0; k < 5 && strcmp(fv[i], fieldnames[k]); k++)
 			;
-		if (k == 4) {
+		if (k == 5) {
 			cli_free_list(fv, nf);
-			return cli_usage("bad field '%s' (name, property, value, source)", fields);
+			return cli_usage("bad field '%s' (all, name, property, value, received, source)",
+					 fields);
 		}
 		g.fields[g.nfields++] = k;
 	}
@@ -671,8 +748,9 @@ int cmd_get(int argc, char **argv)
 		g.json = &rs;
 	}
 	g.recursive = recursive;
-	rc = for_targets(argc - optind - 1, argv + optind + 1, recursive ? (depth ? depth : -1) : 0,
-			 -1, "get", get_ds, &g);
+	g.lim.snap_depth = depth;
+	rc = for_targets(argc - optind - 1, argv + optind + 1, recursive ? depth : 0, &g.lim, "get",
+			 get_ds, &g);
 	if (json) {
 		json_dumpf(top, stdout, JSON_INDENT(2));
 		fputc('\n', stdout);

@@ -30,12 +30,12 @@ static int pool_create(int argc, char **argv)
 	size_t nprops = 0;
 	int c, r;
 	optind = 1;
-	while ((c = getopt(argc, argv, "+o:")) != -1) {
+	while ((c = cli_getopt(argc, argv, "pool create", "o:", NULL)) != -1) {
 		if (c == 'o') {
 			if ((r = cli_parse_propset(optarg, props, 64, &nprops)) != EXIT_OK)
 				return r;
 		} else {
-			return cli_bad_option(argv, "usage: ferry pool create [-o prop=val]... NAME PATH");
+			return cli_opt_end();
 		}
 	}
 	if (argc - optind != 2)
@@ -49,7 +49,11 @@ static int pool_import(int argc, char **argv)
 {
 	char *name = NULL;
 	int r;
-	if (argc < 2 || argc > 3 || argv[1][0] == '-')
+	if ((r = cli_no_options(argc, argv, "pool import")) >= 0)
+		return r;
+	argc -= optind - 1;
+	argv += optind - 1;
+	if (argc < 2 || argc > 3)
 		return cli_usage("usage: ferry pool import PATH [NAME]");
 	if ((r = store_pool_import(argv[1], argc == 3 ? argv[2] : NULL, &name)) < 0)
 		return cli_fail(r, "cannot import pool at '%s'", argv[1]);
@@ -64,7 +68,11 @@ static int pool_import(int argc, char **argv)
 static int pool_export(int argc, char **argv)
 {
 	int r;
-	if (argc != 2 || argv[1][0] == '-')
+	if ((r = cli_no_options(argc, argv, "pool export")) >= 0)
+		return r;
+	argc -= optind - 1;
+	argv += optind - 1;
+	if (argc != 2)
 		return cli_usage("usage: ferry pool export NAME");
 	if ((r = store_pool_export(argv[1])) < 0)
 		return cli_fail(r, "cannot export pool '%s'", argv[1]);
@@ -88,12 +96,12 @@ static int pool_list(int argc, char **argv)
 	struct table t;
 	json_t *jroot = NULL, *jpools = NULL;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+Hp", lopts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "pool list", "Hp", lopts)) != -1) {
 		switch (c) {
 		case 'H': scripted = 1; break;
 		case 'p': exact = 1; break;
 		case 'j': json = 1; break;
-		default: return cli_bad_option(argv, "usage: ferry pool list [-H] [-p] [--json] [NAME]...");
+		default: return cli_opt_end();
 		}
 	}
 	if ((r = store_registry_list(&e, &n)) < 0)
@@ -109,9 +117,17 @@ static int pool_list(int argc, char **argv)
 	table_header(&t, 4, "HEALTH", 0);
 	table_header(&t, 5, "PATH", 0);
 	if (json) {
-		jroot = json_object();
 		jpools = json_object();
-		json_object_set_new(jroot, "pools", jpools);
+		jroot = cli_json_new("ferry pool list", "pools", jpools);
+	}
+	/* zpool list: a name that is no pool is an error, the others listed */
+	for (int a = optind; a < argc; a++) {
+		size_t i;
+		for (i = 0; i < n && strcmp(argv[a], e[i].name); i++)
+			;
+		if (i == n)
+			rc = cli_fail(ferry_err(FERR_NOENT, "no such pool '%s'", argv[a]),
+				      "cannot open '%s'", argv[a]);
 	}
 	for (size_t i = 0; i < n; i++) {
 		int want = optind >= argc;
@@ -149,11 +165,11 @@ static int pool_list(int argc, char **argv)
 		}
 	}
 	if (json) {
-		json_dumpf(jroot, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
-		fputc('\n', stdout);
-	} else if (n > 0) {
+		rc = cli_json_print(jroot, rc);
+		jroot = NULL;
+	} else if (t.nrows > 0) {
 		table_print(&t, stdout, scripted);
-	} else if (!scripted) {
+	} else if (!scripted && optind >= argc) {
 		printf("no pools available\n");
 	}
 out:
@@ -165,17 +181,27 @@ out:
 
 static int pool_status(int argc, char **argv)
 {
+	static const struct option lopts[] = {{"json", no_argument, NULL, 'j'}, {0, 0, 0, 0}};
 	struct store_pool_entry *e = NULL;
 	size_t n = 0;
-	int r, rc = EXIT_OK;
-	if (argc > 1 && argv[1][0] == '-')
-		return cli_usage("usage: ferry pool status [NAME]...");
+	int r, c, rc = EXIT_OK, json = 0;
+	json_t *jpools = NULL;
+	optind = 1;
+	while ((c = cli_getopt(argc, argv, "pool status", "", lopts)) != -1) {
+		if (c != 'j')
+			return cli_opt_end();
+		json = 1;
+	}
+	argc -= optind - 1;
+	argv += optind - 1;
 	if (argc == 1) {
 		if ((r = store_registry_list(&e, &n)) < 0)
 			return cli_fail(r, "cannot list pools");
-		if (n == 0)
+		if (n == 0 && !json)
 			printf("no pools available\n");
 	}
+	if (json && !(jpools = json_object()))
+		return free(e), cli_fail(ferry_err(FERR_NOMEM, "building JSON"), "cannot print");
 	size_t count = argc > 1 ? (size_t)argc - 1 : n;
 	for (size_t i = 0; i < count; i++) {
 		const char *name = argc > 1 ? argv[i + 1] : e[i].name;
@@ -184,6 +210,35 @@ static int pool_status(int argc, char **argv)
 		if ((r = store_pool_open(name, STORE_OPEN_RDONLY, &p)) < 0 ||
 		    (r = store_pool_stats(p, &s)) < 0) {
 			rc = cli_fail(r, "cannot open pool '%s'", name);
+			store_pool_close(p);
+			continue;
+		}
+		if (json) {
+			json_t *o = json_object(), *bl = json_object();
+			json_object_set_new(o, "name", json_string(name));
+			json_object_set_new(o, "state", json_string("ONLINE"));
+			json_object_set_new(o, "path", json_string(store_pool_path(p)));
+			json_object_set_new(o, "format", cli_json_u64(s.format_version));
+			char guid[24];
+			snprintf(guid, sizeof guid, "%" PRIu64, s.guid); /* past int64: a string */
+			json_object_set_new(o, "guid", json_string(guid));
+			json_object_set_new(o, "txg", cli_json_u64(s.txg));
+			json_object_set_new(o, "used", cli_json_u64(s.disk_used));
+			json_object_set_new(o, "datasets", cli_json_u64(s.datasets));
+			json_object_set_new(o, "snapshots", cli_json_u64(s.snapshots));
+			for (int id = 0; id < 4; id++)
+				for (int lv = 0; lv < 10; lv++) {
+					if (!s.codec_blocks[id][lv])
+						continue;
+					struct codec_spec cs = {(uint8_t)id, (uint8_t)lv};
+					json_t *b = json_object();
+					json_object_set_new(b, "blocks", cli_json_u64(s.codec_blocks[id][lv]));
+					json_object_set_new(b, "lsize", cli_json_u64(s.codec_lbytes[id][lv]));
+					json_object_set_new(b, "psize", cli_json_u64(s.codec_pbytes[id][lv]));
+					json_object_set_new(bl, codec_name(cs), b);
+				}
+			json_object_set_new(o, "blocks", bl);
+			json_object_set_new(jpools, name, o);
 			store_pool_close(p);
 			continue;
 		}
@@ -231,6 +286,8 @@ static int pool_status(int argc, char **argv)
 		store_pool_close(p);
 	}
 	free(e);
+	if (json)
+		return cli_json_print(cli_json_new("ferry pool status", "pools", jpools), rc);
 	return rc;
 }
 
@@ -239,6 +296,8 @@ int cmd_pool(int argc, char **argv)
 	if (argc < 2)
 		return cli_usage("usage: ferry pool create|import|export|list|status ...");
 	const char *sub = argv[1];
+	if (!strcmp(sub, "-h") || !strcmp(sub, "--help"))
+		return cli_help("pool", stdout), EXIT_HELP_DONE;
 	if (!strcmp(sub, "create"))
 		return pool_create(argc - 1, argv + 1);
 	if (!strcmp(sub, "import"))

@@ -139,7 +139,7 @@ int cmd_prune(int argc, char **argv)
 	memset(&o, 0, sizeof o);
 	memset(&ui, 0, sizeof ui);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+rnv", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "prune", "rnv", lo)) != -1) {
 		int64_t *dst = NULL;
 		switch (c) {
 		case 'r': o.flags |= SYNC_PRUNE_RECURSIVE; break;
@@ -168,7 +168,7 @@ int cmd_prune(int argc, char **argv)
 			printf("%s\n%s", prune_usage, prune_help);
 			return EXIT_OK;
 		default:
-			return cli_bad_option(argv, prune_usage);
+			return cli_opt_end();
 		}
 		if (dst) {
 			if ((r = count_arg(argv[optind - 1], optarg, dst)) != EXIT_OK)

@@ -15,14 +15,41 @@ struct recv_ui {
 	int verbose;
 	int dry;
 	struct codec_spec c;
+	int quiet;         /* -q */
+	struct cli_meter meter;
+	json_t *snaps;     /* --json: received snapshots by name */
+	json_t *destroyed; /* --json: what -F destroyed */
 };
 
 static void done_cb(void *arg, const char *snapshot, const struct recv_stats *st)
 {
 	struct recv_ui *ui = arg;
 	char in[16], rate[16], wr[16];
+	if (ui->snaps) {
+		json_t *o = json_object();
+		json_object_set_new(o, "name", json_string(snapshot));
+		json_object_set_new(o, "dryrun", json_boolean(ui->dry));
+		json_object_set_new(o, "stream_bytes", cli_json_u64(st->bytes));
+		json_object_set_new(o, "ns", cli_json_u64(st->ns));
+		json_object_set_new(o, "bytes_written", cli_json_u64(st->pbytes_written));
+		json_object_set_new(o, "nodes", cli_json_u64(st->nodes));
+		json_object_set_new(o, "blocks_logical", cli_json_u64(st->blocks_logical));
+		json_object_set_new(o, "blocks_kept", cli_json_u64(st->blocks_kept));
+		json_object_set_new(o, "blocks_recompressed", cli_json_u64(st->blocks_recompressed));
+		json_object_set_new(o, "blocks_present", cli_json_u64(st->blocks_present));
+		json_object_set_new(o, "blocks_byref", cli_json_u64(st->blocks_byref));
+		json_object_set_new(o, "lbytes_logical", cli_json_u64(st->lbytes_logical));
+		json_object_set_new(o, "lbytes_kept", cli_json_u64(st->lbytes_kept));
+		json_object_set_new(o, "lbytes_recompressed", cli_json_u64(st->lbytes_recompressed));
+		json_object_set_new(o, "lbytes_present", cli_json_u64(st->lbytes_present));
+		json_object_set_new(o, "props_received", cli_json_u64(st->props_received));
+		json_object_set_new(o, "props_skipped", cli_json_u64(st->props_skipped));
+		json_object_set_new(ui->snaps, snapshot, o);
+		return;
+	}
 	if (!ui->verbose)
 		return;
+	cli_meter_clear(&ui->meter); /* the report goes under the line, not into it */
 	double secs = (double)st->ns / 1e9;
 	format_nicenum(st->bytes, in, sizeof in, 1);
 	format_nicenum(secs > 0 ? (uint64_t)((double)st->bytes / secs) : st->bytes, rate,
@@ -47,6 +74,10 @@ static void done_cb(void *arg, const char *snapshot, const struct recv_stats *st
 static void destroyed_cb(void *arg, const char *name)
 {
 	struct recv_ui *ui = arg;
+	if (ui->destroyed) {
+		json_array_append_new(ui->destroyed, json_string(name));
+		return;
+	}
 	if (!ui->verbose)
 		return;
 	printf("%s %s\n", ui->dry ? "would destroy" : "destroying", name);
@@ -64,7 +95,7 @@ static void skipped_cb(void *arg, const char *name)
 
 static const char recv_usage[] =
 	"usage: ferry recv [-F] [-s] [-u] [-d|-e] [-n] [-v] [-o PROP=VAL]... "
-	"[-x PROP]... [--keep-source-compression] TARGET | ferry recv -A TARGET | "
+	"[-x PROP]... [--keep-source-compression] [-q] [--json] TARGET | ferry recv -A TARGET | "
 	"ferry recv ... --from URL/DATASET@SNAP [-i BASE] TARGET";
 
 struct recv_args {
@@ -98,11 +129,12 @@ static int recv_options(int argc, char **argv, struct recv_args *a)
 	static const struct option lo[] = {
 		{"keep-source-compression", no_argument, NULL, 'K'},
 		{"verbose", no_argument, NULL, 'v'},
+		{"json", no_argument, NULL, 'j'},
 		{NULL, 0, NULL, 0},
 	};
 	int c, rc;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+FsudenvAo:x:", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "recv", "FsudenvqAo:x:", lo)) != -1) {
 		switch (c) {
 		case 'F': a->o.flags |= RECV_FORCE; break;
 		case 's': a->o.flags |= RECV_RESUMABLE; break;
@@ -111,6 +143,12 @@ static int recv_options(int argc, char **argv, struct recv_args *a)
 		case 'e': a->o.flags |= RECV_LASTNAME; break;
 		case 'n': a->o.flags |= RECV_DRYRUN; a->ui.dry = 1; break;
 		case 'v': a->ui.verbose = 1; break;
+		case 'q': a->ui.quiet = 1; break;
+		case 'j':
+			if (!a->ui.snaps && (!(a->ui.snaps = json_object()) ||
+					     !(a->ui.destroyed = json_array())))
+				return cli_fail(ferry_err(FERR_NOMEM, "building JSON"), "recv");
+			break;
 		case 'A': a->abort_partial = 1; break;
 		case 'K': a->o.flags |= RECV_KEEP_SOURCE_COMPRESSION; break;
 		case 'o':
@@ -123,7 +161,7 @@ static int recv_options(int argc, char **argv, struct recv_args *a)
 			a->excl[a->o.nexclude++] = optarg;
 			break;
 		default:
-			return cli_bad_option(argv, recv_usage);
+			return cli_opt_end();
 		}
 	}
 	if (argc - optind != 1)
@@ -154,6 +192,76 @@ static int recv_options(int argc, char **argv, struct recv_args *a)
 	return EXIT_OK;
 }
 
+/* recv -v's "receiving full stream of X into Y" before each substream
+ * starts, as zfs says it: a source between stdin and recv_run that feeds
+ * the bytes recv reads to a decoder of its own, which sees each BEGIN as
+ * recv reaches it. Only with -v (the second decoder costs a pass over
+ * the stream); it stops quietly on a damaged stream, whose error is
+ * recv's to report. */
+struct recv_peek {
+	struct stream_source base;
+	struct stream_source *in;
+	struct stream_decoder *d; /* NULL once stopped */
+	const struct recv_args *a;
+	struct cli_meter *meter;
+	int in_pkg;
+	char top[STORE_NAME_MAX + 1];
+};
+
+static void peek_stop(struct recv_peek *pk)
+{
+	stream_decoder_free(pk->d);
+	pk->d = NULL;
+}
+
+static void peek_record(struct recv_peek *pk, const struct stream_record *rec)
+{
+	char dest[2 * STORE_NAME_MAX + 2];
+	if (rec->type == STREAM_PACKAGE) {
+		pk->in_pkg = 1;
+		snprintf(pk->top, sizeof pk->top, "%s", rec->package.top);
+		return;
+	}
+	if (rec->type != STREAM_BEGIN)
+		return;
+	const struct stream_begin *b = &rec->begin;
+	if (recv_dest_name(pk->a->target, pk->a->o.flags, pk->in_pkg ? pk->top : NULL, b->dataset,
+			   b->snapshot, dest, sizeof dest) < 0) {
+		ferry_err_clear();
+		peek_stop(pk); /* recv_run refuses that name and says why */
+		return;
+	}
+	cli_meter_clear(pk->meter);
+	printf("%s %s stream of %s@%s into %s\n",
+	       (pk->a->o.flags & RECV_DRYRUN) ? "would receive" : "receiving",
+	       b->from_guid ? "incremental" : "full", b->dataset, b->snapshot, dest);
+	fflush(stdout);
+}
+
+static int peek_read(struct stream_source *base, void *buf, size_t n, size_t *got)
+{
+	struct recv_peek *pk = (struct recv_peek *)base;
+	size_t g, off = 0, used;
+	struct stream_record rec;
+	int r;
+	if ((r = stream_source_read(pk->in, buf, n, &g)) < 0)
+		return r;
+	cli_meter_update(pk->meter, pk->in->bytes, 0);
+	while (pk->d && off < g) {
+		r = stream_decoder_feed(pk->d, (const uint8_t *)buf + off, g - off, &used, &rec);
+		if (r < 0) {
+			ferry_err_clear();
+			peek_stop(pk);
+			break;
+		}
+		off += used;
+		if (r == 1)
+			peek_record(pk, &rec);
+	}
+	*got = g;
+	return 0;
+}
+
 /* recv -A, or the receive of standard input, into the open pool p. */
 static int recv_into(struct store_pool *p, struct recv_args *a)
 {
@@ -178,8 +286,29 @@ static int recv_into(struct store_pool *p, struct recv_args *a)
 	a->o.destroyed = destroyed_cb;
 	a->o.skipped = skipped_cb;
 	a->o.arg = &a->ui;
-	if ((r = recv_run(p, a->target, &src.base, &a->o, &st)) < 0)
+	struct recv_peek pk;
+	memset(&pk, 0, sizeof pk);
+	pk.base.read = peek_read;
+	pk.in = &src.base;
+	pk.a = a;
+	pk.meter = &a->ui.meter;
+	/* the progress line: bytes and rate (a stream says not how long it is) */
+	cli_meter_start(&a->ui.meter, a->target, 0, a->ui.quiet || a->ui.snaps);
+	if (a->ui.verbose && !a->ui.snaps && stream_decoder_new(&pk.d) < 0)
+		ferry_err_clear(); /* then without the line: never fail for it */
+	if (pk.d)
+		stream_decoder_defer_block_hashes(pk.d);
+	r = recv_run(p, a->target, pk.d || a->ui.meter.on ? &pk.base : &src.base, &a->o, &st);
+	peek_stop(&pk);
+	cli_meter_end(&a->ui.meter);
+	if (r < 0)
 		return cli_fail(r, "cannot receive into '%s'", a->target);
+	if (a->ui.snaps) {
+		json_t *top = cli_json_new("ferry recv", "snapshots", json_incref(a->ui.snaps));
+		if (top)
+			json_object_set_new(top, "destroyed", json_incref(a->ui.destroyed));
+		return cli_json_print(top, EXIT_OK);
+	}
 	return EXIT_OK;
 }
 
@@ -204,5 +333,7 @@ int cmd_recv(int argc, char **argv)
 	}
 	free(a.set);
 	free(a.excl);
+	json_decref(a.ui.snaps);
+	json_decref(a.ui.destroyed);
 	return rc;
 }

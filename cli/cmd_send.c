@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,17 +18,29 @@ struct send_ui {
 	int parsable;
 	int verbose;
 	int dry;
-	uint64_t t0;
+	int quiet;    /* -q */
+	json_t *subs; /* -n --json: the substreams */
+	struct cli_meter meter;
 };
 
-static void substream_cb(void *arg, const char *kind, const char *from, const char *to,
-			 uint64_t size)
+/* The estimate lines of -n -v, and of -v before a real send (then on
+ * stderr, as zfs: stdout carries the stream). */
+static void estimate_cb(void *arg, const char *kind, const char *from, const char *to,
+			uint64_t size)
 {
 	struct send_ui *ui = arg;
 	FILE *f = ui->dry ? stdout : stderr;
 	char nice[16];
-	if (!ui->verbose)
+	if (ui->subs) {
+		json_t *o = json_object();
+		json_object_set_new(o, "kind", json_string(kind));
+		if (*from)
+			json_object_set_new(o, "from", json_string(from));
+		json_object_set_new(o, "to", json_string(to));
+		json_object_set_new(o, "size", cli_json_u64(size));
+		json_array_append_new(ui->subs, o);
 		return;
+	}
 	if (ui->parsable) {
 		if (*from)
 			fprintf(f, "%s\t%s\t%s\t%" PRIu64 "\n", kind, from, to, size);
@@ -38,16 +51,33 @@ static void substream_cb(void *arg, const char *kind, const char *from, const ch
 	format_nicenum(size, nice, sizeof nice, 1);
 	/* a bookmark base comes as "#mark", a snapshot as its name after '@' */
 	const char *at = *from == '#' ? "" : "@";
-	if (!ui->dry) {
-		if (*from)
-			fprintf(f, "send from %s%s to %s\n", at, from, to);
-		else
-			fprintf(f, "full send of %s\n", to);
-	} else if (*from) {
+	if (*from)
 		fprintf(f, "send from %s%s to %s estimated size is %s\n", at, from, to, nice);
-	} else {
+	else
 		fprintf(f, "full send of %s estimated size is %s\n", to, nice);
-	}
+}
+
+/* The total after the estimate lines. */
+static void estimate_total(const struct send_ui *ui, uint64_t bytes)
+{
+	FILE *f = ui->dry ? stdout : stderr;
+	char nice[16];
+	format_nicenum(bytes, nice, sizeof nice, 1);
+	if (ui->subs)
+		return;
+	if (ui->parsable)
+		fprintf(f, "size\t%" PRIu64 "\n", bytes);
+	else
+		fprintf(f, "total estimated size is %s\n", nice);
+}
+
+/* A real send's substream starts: zfs's progress header. */
+static void substream_cb(void *arg, const char *kind, const char *from, const char *to,
+			 uint64_t size)
+{
+	struct send_ui *ui = arg;
+	if (ui->verbose && !ui->parsable)
+		fprintf(stderr, "TIME        SENT   SNAPSHOT %s\n", to);
 }
 
 static void progress_cb(void *arg, const struct send_progress *pr)
@@ -56,6 +86,7 @@ static void progress_cb(void *arg, const struct send_progress *pr)
 	char nice[16], tm[16];
 	time_t now = (time_t)(ferry_now_ns() / 1000000000u);
 	struct tm t;
+	cli_meter_update(&ui->meter, pr->bytes, 0);
 	if (!ui->verbose || ui->dry)
 		return;
 	localtime_r(&now, &t);
@@ -64,13 +95,13 @@ static void progress_cb(void *arg, const struct send_progress *pr)
 	if (ui->parsable)
 		fprintf(stderr, "%s\t%" PRIu64 "\t%s\n", tm, pr->bytes, pr->snapshot);
 	else
-		fprintf(stderr, "%s   %s   %s\n", tm, nice, pr->snapshot);
+		fprintf(stderr, "%s   %5s   %s\n", tm, nice, pr->snapshot);
 }
 
 static const char send_usage[] =
 	"usage: ferry send [-c] [--compress=CODEC] [-p] [-i SNAP|-i #BOOKMARK|-I SNAP] [-R] "
-	"[-n] [-v] [-P] SNAPSHOT | ferry send [-v] -t TOKEN | ferry send ... SNAPSHOT "
-	"--to URL (see ferry-http(7))";
+	"[-n] [-v] [-P] [-q] [--json] SNAPSHOT | ferry send [-v] [-P] [-n] [-q] [--json] -t TOKEN | "
+	"ferry send ... SNAPSHOT --to URL (see ferry-http(7))";
 
 /* Parses send's command line into o and ui; EXIT_OK or the exit code of
  * the error it printed. */
@@ -84,18 +115,25 @@ static int send_options(int argc, char **argv, struct send_opts *o, struct send_
 		{"dryrun", no_argument, NULL, 'n'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"parsable", no_argument, NULL, 'P'},
+		{"json", no_argument, NULL, 'j'},
 		{NULL, 0, NULL, 0},
 	};
 	int c, r;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+cpRnvPi:I:t:", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "send", "cpRnvPqi:I:t:", lo)) != -1) {
 		switch (c) {
+		case 'q': ui->quiet = 1; break;
 		case 'c': o->flags |= SEND_COMPRESSED; break;
 		case 'p': o->flags |= SEND_PROPS; break;
 		case 'R': o->flags |= SEND_REPLICATE; break;
 		case 'n': o->flags |= SEND_DRYRUN; ui->dry = 1; break;
 		case 'v': ui->verbose = 1; break;
 		case 'P': ui->parsable = 1; ui->verbose = 1; break;
+		case 'j':
+			if (!ui->subs && !(ui->subs = json_array()))
+				return cli_fail(ferry_err(FERR_NOMEM, "building JSON"), "cannot send");
+			ui->verbose = 1;
+			break;
 		case 'i':
 		case 'I':
 			if (o->from)
@@ -111,11 +149,14 @@ static int send_options(int argc, char **argv, struct send_opts *o, struct send_
 			o->flags |= SEND_RECOMPRESS;
 			break;
 		default:
-			return cli_bad_option(argv, send_usage);
+			return cli_opt_end();
 		}
 	}
 	if (o->token ? argc != optind : argc - optind != 1)
 		return cli_usage("%s", send_usage);
+	if (ui->subs && !ui->dry)
+		return cli_usage("send: --json is for the estimate of -n (standard output carries the "
+				 "stream otherwise)");
 	if (o->token && (o->from || (o->flags & (SEND_REPLICATE | SEND_PROPS | SEND_COMPRESSED))))
 		return cli_usage("send: -t takes its options from the token");
 	if (!ui->dry && isatty(1)) {
@@ -126,36 +167,20 @@ static int send_options(int argc, char **argv, struct send_opts *o, struct send_
 	return EXIT_OK;
 }
 
-/* The -v summary: the estimate of -n, or what was sent. */
-static void send_report(const struct send_ui *ui, const struct send_stats *st)
-{
-	if (ui->dry && ui->verbose) {
-		char nice[16];
-		format_nicenum(st->bytes, nice, sizeof nice, 1);
-		if (ui->parsable)
-			printf("size\t%" PRIu64 "\n", st->bytes);
-		else
-			printf("total estimated size is %s\n", nice);
-	} else if (ui->verbose) {
-		double secs = (double)(ferry_now_ns() - ui->t0) / 1e9;
-		fprintf(stderr, "sent %" PRIu64 " bytes in %" PRIu64 " records (%" PRIu64
-			" nodes, %" PRIu64 " writes, %" PRIu64 " byref) in %.2fs\n",
-			st->bytes, st->records, st->nodes, st->writes, st->byrefs, secs);
-	}
-}
-
-int cmd_send(int argc, char **argv)
+static int send_cmd(int argc, char **argv, struct send_ui *uip)
 {
 	struct send_opts o;
 	struct send_ui ui;
 	struct send_stats st;
-	int r, rc;
+	int r = 0, rc;
 	if (cli_http_has_opt(argc, argv, "--to"))
 		return cli_http_send(argc, argv); /* cli/http.c */
 	memset(&o, 0, sizeof o);
 	memset(&ui, 0, sizeof ui);
 	memset(&st, 0, sizeof st);
-	if ((rc = send_options(argc, argv, &o, &ui)) != EXIT_OK)
+	rc = send_options(argc, argv, &o, &ui);
+	uip->subs = ui.subs; /* freed by cmd_send, whatever happens here */
+	if (rc != EXIT_OK)
 		return rc;
 	char name[2 * STORE_NAME_MAX + 2];
 	struct stream_token tok;
@@ -176,14 +201,58 @@ int cmd_send(int argc, char **argv)
 		return cli_fail(r, "cannot send '%s'", name);
 	struct stream_sink_fd sink;
 	stream_sink_fd_init(&sink, 1);
-	o.substream = substream_cb;
-	o.progress = progress_cb;
 	o.arg = &ui;
-	ui.t0 = ferry_now_ns();
-	r = send_run(p, o.token ? NULL : name, &o, &sink.base, &st);
+	/* The progress line: on a terminal, without -v's own lines, and not
+	 * into a pipe: in send | recv the receiver draws it, once. */
+	struct stat so;
+	int draw = !ui.quiet && !ui.verbose && !ui.dry && isatty(2) &&
+		   !(fstat(1, &so) == 0 && S_ISFIFO(so.st_mode));
+	if (draw) {
+		struct send_opts est = o;
+		est.flags |= SEND_DRYRUN;
+		if ((r = send_run(p, o.token ? NULL : name, &est, &sink.base, &st)) < 0)
+			goto out;
+		cli_meter_start(&ui.meter, name, st.bytes, 0);
+	}
+	if (ui.verbose) {
+		/* zfs send -v: the estimate first (a dry run's exact count),
+		 * then the send with its progress. */
+		struct send_opts est = o;
+		est.flags |= SEND_DRYRUN;
+		est.substream = estimate_cb;
+		r = send_run(p, o.token ? NULL : name, &est, &sink.base, &st);
+		if (r < 0)
+			goto out;
+		estimate_total(&ui, st.bytes);
+		fflush(ui.dry ? stdout : stderr);
+		if (ui.subs) {
+			json_t *j = json_object();
+			json_object_set_new(j, "substreams", json_incref(ui.subs));
+			json_object_set_new(j, "size", cli_json_u64(st.bytes));
+			store_pool_close(p);
+			return cli_json_print(cli_json_new("ferry send", "send", j), EXIT_OK);
+		}
+	}
+	if (!ui.dry) {
+		o.substream = substream_cb;
+		o.progress = progress_cb;
+		memset(&st, 0, sizeof st);
+		r = send_run(p, o.token ? NULL : name, &o, &sink.base, &st);
+		cli_meter_update(&ui.meter, st.bytes, 0);
+		cli_meter_end(&ui.meter);
+	}
+out:
 	store_pool_close(p);
 	if (r < 0)
 		return cli_fail(r, "cannot send '%s'", name);
-	send_report(&ui, &st);
 	return EXIT_OK;
+}
+
+int cmd_send(int argc, char **argv)
+{
+	struct send_ui ui;
+	memset(&ui, 0, sizeof ui);
+	int rc = send_cmd(argc, argv, &ui);
+	json_decref(ui.subs);
+	return rc;
 }

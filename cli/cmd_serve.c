@@ -859,7 +859,7 @@ int cmd_serve(int argc, char **argv)
 	memset(&no, 0, sizeof no);
 	memset(&s, 0, sizeof s);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "serve", "", lo)) != -1) {
 		switch (c) {
 		case 'l':
 			if (nlisten == LISTEN_MAX)
@@ -874,7 +874,7 @@ int cmd_serve(int argc, char **argv)
 		case 'x': no.max_transfers = parse_count("--max-transfers", optarg, 1, 1000, &bad); break;
 		case 'r': s.recv_threads = parse_count("--recv-threads", optarg, 0, 256, &bad); break;
 		case 'h': printf("%s\n", usage); return EXIT_OK;
-		default: return cli_bad_option(argv, usage);
+		default: return cli_opt_end();
 		}
 		if (bad)
 			return EXIT_USAGE;

@@ -38,13 +38,13 @@ int cmd_shell(int argc, char **argv)
 	char **av = NULL;
 	int ac = 0, c, r;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "shell", "", lo)) != -1) {
 		switch (c) {
 		case OPT_SCOPE: scope = optarg; break;
 		case OPT_APPEND: flags |= SYNC_SHELL_APPEND_ONLY; break;
 		case OPT_RO: flags |= SYNC_SHELL_READ_ONLY; break;
 		case OPT_HELP: printf("%s\n", usage); return EXIT_OK;
-		default: return cli_bad_option(argv, usage);
+		default: return cli_opt_end();
 		}
 	}
 	if (!scope || optind != argc)

@@ -35,20 +35,25 @@ static void warn_cb(void *arg, const char *path, const char *msg)
 	fprintf(stderr, ": %s\n", msg);
 }
 
+/* snapshot -q: no progress line (a flag for the whole command, which
+ * snapshots one dataset or a tree) */
+static int snap_quiet;
+
 struct snap_progress {
-	const char *name;
-	int shown;
+	struct cli_meter meter; /* bytes read and files: capture knows no total */
 };
 
 static void progress_cb(void *arg, const struct capture_stats *st)
 {
 	struct snap_progress *pg = arg;
-	char rd[16], wr[16];
-	format_nicenum(st->bytes_read, rd, sizeof rd, 1);
-	format_nicenum(st->bytes_written, wr, sizeof wr, 1);
-	fprintf(stderr, "\r%s: %" PRIu64 " files read, %" PRIu64 " reused, %s read, %s written   ",
-		pg->name, st->files_read, st->files_reused, rd, wr);
-	pg->shown = 1;
+	cli_meter_update(&pg->meter, st->bytes_read, st->files_read + st->files_reused);
+}
+
+static void snap_warn_cb(void *arg, const char *path, const char *msg)
+{
+	struct snap_progress *pg = arg;
+	cli_meter_clear(&pg->meter);
+	warn_cb(arg, path, msg);
 }
 
 static int snapshot_one(struct store_pool *p, const struct store_ds *ds, const char *snap,
@@ -60,19 +65,17 @@ static int snapshot_one(struct store_pool *p, const struct store_ds *ds, const c
 	char full[2 * STORE_NAME_MAX + 2];
 	snprintf(full, sizeof full, "%s@%s", ds->name, snap);
 	memset(&o, 0, sizeof o);
-	pg.name = full;
-	pg.shown = 0;
+	cli_meter_start(&pg.meter, full, 0, snap_quiet);
 	o.from = from;
 	o.creation_ns = creation_ns;
 	o.cross_fs = cross_fs;
-	o.warn = warn_cb;
+	o.warn = snap_warn_cb;
 	o.arg = &pg;
-	if (isatty(2))
+	if (pg.meter.on)
 		o.progress = progress_cb;
 	uint64_t t0 = ferry_now_ns();
 	int r = capture_snapshot(p, ds, snap, &o, &st);
-	if (pg.shown)
-		fputc('\n', stderr);
+	cli_meter_end(&pg.meter);
 	if (r < 0 && r != -FERR_PARTIAL)
 		return cli_fail(r, "cannot snapshot '%s'", full);
 	if (verbose) {
@@ -135,8 +138,8 @@ int cmd_snapshot(int argc, char **argv)
 		{"auto", optional_argument, NULL, 'A'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *usage = "usage: ferry snapshot [-r] [-v] [--cross-filesystems] [--from PATH] "
-			    "DATASET@NAME... | ferry snapshot [-r] [-v] --auto[=LABEL] DATASET...";
+	const char *usage = "usage: ferry snapshot [-r] [-v] [-q] [--cross-filesystems] [--from PATH] "
+			    "DATASET@NAME... | ferry snapshot [-r] [-v] [-q] --auto[=LABEL] DATASET...";
 	const char *from = NULL, *label = NULL;
 	char autosnap[STORE_NAME_MAX + 1] = "";
 	int c, recursive = 0, verbose = 0, cross_fs = 0, rc = EXIT_OK, r, autoname_on = 0;
@@ -145,8 +148,11 @@ int cmd_snapshot(int argc, char **argv)
 	char **names = NULL; /* argv's operands, or DATASET@auto-... with --auto */
 	char pool0[STORE_NAME_MAX + 1], pooln[STORE_NAME_MAX + 1], dsname[STORE_NAME_MAX + 1];
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+rv", lo, NULL)) != -1) {
-		if (c == 'r')
+	snap_quiet = 0;
+	while ((c = cli_getopt(argc, argv, "snapshot", "rvq", lo)) != -1) {
+		if (c == 'q')
+			snap_quiet = 1;
+		else if (c == 'r')
 			recursive = 1;
 		else if (c == 'v')
 			verbose = 1;
@@ -158,7 +164,7 @@ int cmd_snapshot(int argc, char **argv)
 			autoname_on = 1;
 			label = optarg;
 		} else
-			return cli_bad_option(argv, usage);
+			return cli_opt_end();
 	}
 	if (optind >= argc)
 		return cli_usage("%s", usage);
@@ -312,12 +318,19 @@ out:
 
 static void rwarn_cb(void *arg, const char *path, const char *msg)
 {
+	cli_meter_clear(arg); /* the warning, then the line again */
 	warn_cb(arg, path, msg);
+}
+
+static void rprogress_cb(void *arg, const struct restore_stats *st)
+{
+	cli_meter_update(arg, st->bytes, st->files + st->hardlinks + st->dirs + st->symlinks +
+						 st->specials);
 }
 
 static const char restore_usage[] =
 	"usage: ferry restore [--file PATH]... [--force] [--untrusted] [--no-same-owner] "
-	"[--no-same-permissions] [--no-devices] [--no-setuid] [-v] SNAPSHOT DIR | "
+	"[--no-same-permissions] [--no-devices] [--no-setuid] [-v] [-q] [--json] SNAPSHOT DIR | "
 	"ferry restore [OPTION]... --format tar|pax|zip SNAPSHOT > FILE";
 
 static const char restore_help[] =
@@ -330,16 +343,19 @@ static const char restore_help[] =
 	"  --no-setuid            setuid and setgid bits cleared, file capabilities not restored\n"
 	"  --untrusted            all four: for snapshots of someone else's data restored as root\n"
 	"                         (archives: all but --no-same-permissions shape the entries)\n"
-	"  -v                     print what was restored\n";
+	"  -v                     print what was restored\n"
+	"  -q                     no progress line (drawn only when stderr is a terminal)\n"
+	"  --json                 print it as JSON (see ferry-json(7)); not with --format\n";
 
 /* Parses restore's command line into o, its --file paths into files
  * (room for argc), and *verbose. Returns EXIT_OK to go on, or the exit
  * code to end with: after --help (EXIT_OK, *help set) or an error it
  * printed. */
 static int restore_options(int argc, char **argv, struct restore_opts *o, const char **files,
-			   int *verbose, int *help)
+			   int *verbose, int *help, int *quiet)
 {
-	enum { OPT_NO_OWNER = 1000, OPT_NO_PERMS, OPT_NO_DEV, OPT_NO_SUID, OPT_UNTRUSTED, OPT_HELP };
+	enum { OPT_NO_OWNER = 1000, OPT_NO_PERMS, OPT_NO_DEV, OPT_NO_SUID, OPT_UNTRUSTED, OPT_HELP,
+	       OPT_JSON };
 	static const struct option lo[] = {
 		{"file", required_argument, NULL, 'F'},
 		{"force", no_argument, NULL, 'f'},
@@ -351,12 +367,15 @@ static int restore_options(int argc, char **argv, struct restore_opts *o, const 
 		{"no-setuid", no_argument, NULL, OPT_NO_SUID},
 		{"untrusted", no_argument, NULL, OPT_UNTRUSTED},
 		{"help", no_argument, NULL, OPT_HELP},
+		{"json", no_argument, NULL, OPT_JSON},
 		{NULL, 0, NULL, 0},
 	};
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+v", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "restore", "vq", lo)) != -1) {
 		switch (c) {
+		case 'q': *quiet = 1; break;
+		case OPT_JSON: *verbose = 2; break;
 		case 'F': files[o->nfiles++] = optarg; break;
 		case 'f': o->force = 1; break;
 		case 'T': o->format = optarg; break;
@@ -374,7 +393,7 @@ static int restore_options(int argc, char **argv, struct restore_opts *o, const 
 			*help = 1;
 			return EXIT_OK;
 		default:
-			return cli_usage("%s", restore_usage);
+			return cli_opt_end();
 		}
 	}
 	const char *format = o->format;
@@ -384,6 +403,8 @@ static int restore_options(int argc, char **argv, struct restore_opts *o, const 
 		return cli_usage("restore: unknown format '%s' (tar, pax, zip)", format);
 	if (format && isatty(1))
 		return cli_usage("restore: refusing to write an archive to a terminal");
+	if (format && *verbose == 2)
+		return cli_usage("restore: --json and --format both want standard output");
 	return EXIT_OK;
 }
 
@@ -393,13 +414,15 @@ int cmd_restore(int argc, char **argv)
 	struct restore_opts o;
 	struct restore_stats st;
 	struct store_snap s;
-	int r, rc, verbose = 0, help = 0;
+	int r, rc, verbose = 0, help = 0, quiet = 0;
+	struct cli_meter meter;
+	memset(&meter, 0, sizeof meter);
 	memset(&o, 0, sizeof o);
 	const char **files = calloc((size_t)argc, sizeof *files);
 	if (!files)
 		return cli_fail(-FERR_NOMEM, "restore");
 	o.files = files;
-	if ((rc = restore_options(argc, argv, &o, files, &verbose, &help)) != EXIT_OK || help)
+	if ((rc = restore_options(argc, argv, &o, files, &verbose, &help, &quiet)) != EXIT_OK || help)
 		goto out;
 	const char *name = argv[optind];
 	if ((r = store_pool_open_for(name, STORE_OPEN_RDONLY, &p)) < 0 ||
@@ -414,12 +437,39 @@ int cmd_restore(int argc, char **argv)
 	umask(um);
 	o.umask = um;
 	o.warn = rwarn_cb;
+	o.arg = &meter;
+	if (!o.format) {
+		/* the line's total: the snapshot's logical bytes */
+		struct store_ds sds;
+		struct store_propval v;
+		uint64_t total = 0;
+		store_snap_to_ds(&s, &sds);
+		if (store_prop_get(p, &sds, "logicalreferenced", &v) == 0)
+			total = strtoull(v.exact, NULL, 10);
+		ferry_err_clear();
+		cli_meter_start(&meter, name, total, quiet);
+		o.progress = rprogress_cb;
+	}
 	r = restore_snapshot(p, &s, o.format ? NULL : argv[optind + 1], &o, &st);
+	cli_meter_end(&meter);
 	if (r < 0 && r != -FERR_PARTIAL) {
 		rc = cli_fail(r, "cannot restore '%s'", name);
 		goto out;
 	}
-	if (verbose)
+	if (verbose == 2) {
+		json_t *j = json_object(), *snaps = json_object();
+		json_object_set_new(j, "name", json_string(name));
+		json_object_set_new(j, "directory", json_string(argv[optind + 1]));
+		json_object_set_new(j, "files", cli_json_u64(st.files));
+		json_object_set_new(j, "hardlinks", cli_json_u64(st.hardlinks));
+		json_object_set_new(j, "dirs", cli_json_u64(st.dirs));
+		json_object_set_new(j, "symlinks", cli_json_u64(st.symlinks));
+		json_object_set_new(j, "specials", cli_json_u64(st.specials));
+		json_object_set_new(j, "bytes", cli_json_u64(st.bytes));
+		json_object_set_new(j, "warnings", cli_json_u64(st.warnings));
+		json_object_set_new(snaps, name, j);
+		rc = cli_json_print(cli_json_new("ferry restore", "snapshots", snaps), rc);
+	} else if (verbose)
 		fprintf(o.format ? stderr : stdout,
 			"restored %s: %" PRIu64 " files, %" PRIu64 " hardlinks, %" PRIu64
 			" dirs, %" PRIu64 " symlinks, %" PRIu64 " special, %" PRIu64 " bytes\n",
@@ -441,11 +491,11 @@ int cmd_rollback(int argc, char **argv)
 	const char *usage = "usage: ferry rollback [-r|-R] [-f] SNAPSHOT";
 	int c, recursive = 0, r;
 	optind = 1;
-	while ((c = getopt(argc, argv, "+rRf")) != -1) {
+	while ((c = cli_getopt(argc, argv, "rollback", "rRf", NULL)) != -1) {
 		if (c == 'r' || c == 'R')
 			recursive = 1;
 		else if (c != 'f')
-			return cli_usage("%s", usage);
+			return cli_opt_end();
 	}
 	if (argc - optind != 1)
 		return cli_usage("%s", usage);
@@ -464,12 +514,40 @@ int cmd_rollback(int argc, char **argv)
 struct diff_out {
 	int types;
 	int scripted; /* -H: a rename's two paths tab-separated, no arrow */
+	json_t *changes; /* --json: the array of changes */
 };
+
+/* A path of the diff as a JSON string, as the text output prints it
+ * (escaped the same way, so bytes that are not UTF-8 stay visible). */
+static json_t *diff_json_path(const char *path, size_t len)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+	if (!f)
+		return NULL;
+	put_escaped(f, path, len);
+	fclose(f);
+	json_t *j = buf ? json_string(buf) : NULL;
+	free(buf);
+	return j;
+}
 
 static int diff_cb(void *arg, char change, char ftype, const char *path, size_t path_len,
 		   const char *newpath, size_t newpath_len)
 {
 	struct diff_out *d = arg;
+	if (d->changes) {
+		char ch[2] = {change, 0}, ft[2] = {ftype, 0};
+		json_t *o = json_object();
+		json_object_set_new(o, "change", json_string(ch));
+		json_object_set_new(o, "type", json_string(ft));
+		json_object_set_new(o, "path", diff_json_path(path, path_len));
+		if (newpath)
+			json_object_set_new(o, "newpath", diff_json_path(newpath, newpath_len));
+		return json_array_append_new(d->changes, o) == 0 ? 0
+								  : ferry_err(FERR_NOMEM, "building JSON");
+	}
 	putchar(change);
 	putchar('\t');
 	if (d->types) {
@@ -487,17 +565,20 @@ static int diff_cb(void *arg, char change, char ftype, const char *path, size_t 
 
 int cmd_diff(int argc, char **argv)
 {
-	const char *usage = "usage: ferry diff [-F] [-H] SNAPSHOT [SNAPSHOT|DATASET]";
-	int c, r;
+	static const struct option lo[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
+	const char *usage = "usage: ferry diff [-F] [-H] [--json] SNAPSHOT [SNAPSHOT|DATASET]";
+	int c, r, json = 0;
 	struct diff_out d = {0};
 	optind = 1;
-	while ((c = getopt(argc, argv, "+FH")) != -1) {
+	while ((c = cli_getopt(argc, argv, "diff", "FH", lo)) != -1) {
 		if (c == 'F')
 			d.types = 1;
 		else if (c == 'H')
 			d.scripted = 1;
+		else if (c == 'j')
+			json = 1;
 		else
-			return cli_usage("%s", usage);
+			return cli_opt_end();
 	}
 	if (argc - optind < 1 || argc - optind > 2)
 		return cli_usage("%s", usage);
@@ -521,32 +602,52 @@ int cmd_diff(int argc, char **argv)
 		char dsname[STORE_NAME_MAX + 1];
 		size_t n = strcspn(b ? b : a, "@");
 		snprintf(dsname, sizeof dsname, "%.*s", (int)n, b ? b : a);
-		if ((r = store_ds_lookup(p, dsname, &ds)) < 0 || (r = store_snap_newest(p, &ds, &sb)) < 0)
+		if ((r = store_ds_lookup(p, dsname, &ds)) < 0) {
+			/* name the operand that is missing, not the first */
+			r = ferry_err(FERR_NOENT, "dataset '%s' does not exist", dsname);
+			goto fail;
+		}
+		if ((r = store_snap_newest(p, &ds, &sb)) < 0)
 			goto fail;
 	}
 	if (sa.ds_id == sb.ds_id && sa.createtxg > sb.createtxg) {
 		r = ferry_err(FERR_INVAL, "'%s' is newer than '%s'", sa.name, sb.name);
 		goto fail;
 	}
+	if (json && !(d.changes = json_array())) {
+		r = ferry_err(FERR_NOMEM, "building JSON");
+		goto fail;
+	}
 	r = store_snap_diff(p, &sa, &sb, diff_cb, &d);
 	if (r < 0)
 		goto fail;
 	store_pool_close(p);
+	if (json) {
+		json_t *o = json_object();
+		json_object_set_new(o, "from", json_string(sa.name));
+		json_object_set_new(o, "to", json_string(sb.name));
+		json_object_set_new(o, "changes", d.changes);
+		return cli_json_print(cli_json_new("ferry diff", "diff", o), EXIT_OK);
+	}
 	return fflush(stdout) == 0 ? EXIT_OK : cli_fail(-FERR_IO, "diff: cannot write");
 fail:
+	json_decref(d.changes);
 	store_pool_close(p);
 	return cli_fail(r, "cannot diff '%s'", a);
 }
 
 int cmd_gc(int argc, char **argv)
 {
-	int c, r, verbose = 0;
+	static const struct option lo[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
+	int c, r, verbose = 0, json = 0;
 	optind = 1;
-	while ((c = getopt(argc, argv, "+v")) != -1) {
+	while ((c = cli_getopt(argc, argv, "gc", "v", lo)) != -1) {
 		if (c == 'v')
 			verbose = 1;
+		else if (c == 'j')
+			json = 1;
 		else
-			return cli_usage("usage: ferry gc [-v] POOL");
+			return cli_opt_end();
 	}
 	if (argc - optind != 1)
 		return cli_usage("usage: ferry gc [-v] POOL");
@@ -559,6 +660,18 @@ int cmd_gc(int argc, char **argv)
 		return cli_fail(r, "cannot collect garbage in '%s'", argv[optind]);
 	}
 	store_pool_close(p);
+	if (json) {
+		json_t *o = json_object(), *pools = json_object();
+		json_object_set_new(o, "name", json_string(argv[optind]));
+		json_object_set_new(o, "blocks_freed", cli_json_u64(st.blocks_freed));
+		json_object_set_new(o, "bytes_freed", cli_json_u64(st.bytes_freed));
+		json_object_set_new(o, "nodes_freed", cli_json_u64(st.nodes_freed));
+		json_object_set_new(o, "packs_deleted", cli_json_u64(st.packs_deleted));
+		json_object_set_new(o, "packs_rewritten", cli_json_u64(st.packs_rewritten));
+		json_object_set_new(o, "orphans_deleted", cli_json_u64(st.orphans_deleted));
+		json_object_set_new(pools, argv[optind], o);
+		return cli_json_print(cli_json_new("ferry gc", "pools", pools), EXIT_OK);
+	}
 	if (verbose) {
 		char b[16];
 		format_nicenum(st.bytes_freed, b, sizeof b, 1);
@@ -576,10 +689,14 @@ int cli_snap_destroy(int argc, char **argv)
 {
 	const char *usage = "usage: ferry destroy [-r|-R] [-d] [-f] [-n] [-v] [-p] "
 			    "DATASET@NAME[%NAME][,NAME]...";
-	int c, r, recursive = 0, dry = 0, verbose = 0, exact = 0, defer = 0;
+	static const struct option lo[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
+	int c, r, recursive = 0, dry = 0, verbose = 0, exact = 0, defer = 0, json = 0;
 	optind = 1;
-	while ((c = getopt(argc, argv, "+rRnvpfd")) != -1) {
+	while ((c = cli_getopt(argc, argv, "destroy", "rRnvpfd", lo)) != -1) {
 		switch (c) {
+		case 'j':
+			json = 1;
+			break;
 		case 'd': /* zfs destroy -d: a held snapshot goes with its last hold */
 			defer = 1;
 			break;
@@ -599,7 +716,7 @@ int cli_snap_destroy(int argc, char **argv)
 		case 'f':
 			break;
 		default:
-			return cli_usage("%s", usage);
+			return cli_opt_end();
 		}
 	}
 	if (argc - optind != 1)
@@ -611,25 +728,40 @@ int cli_snap_destroy(int argc, char **argv)
 	uint64_t bytes = 0;
 	if ((r = store_pool_open_for(spec, dry ? STORE_OPEN_RDONLY : 0, &p)) < 0 ||
 	    (r = store_snap_select(p, spec, recursive, &list, &n)) < 0 ||
-	    ((verbose || dry) && (r = store_snap_reclaim(p, list, n, &bytes)) < 0))
+	    ((verbose || dry || json) && (r = store_snap_reclaim(p, list, n, &bytes)) < 0))
 		goto fail;
-	if (verbose) {
+	json_t *jdoc = NULL;
+	if (json) {
+		json_t *o = json_object(), *names = json_array();
 		for (size_t i = 0; i < n; i++)
-			printf(exact ? "%sdestroy\t%s\n" : "%sdestroy %s\n", dry ? "would " : "",
-			       list[i].name);
+			json_array_append_new(names, json_string(list[i].name));
+		json_object_set_new(o, "dryrun", json_boolean(dry));
+		json_object_set_new(o, "destroyed", names);
+		json_object_set_new(o, "reclaim", cli_json_u64(bytes));
+		jdoc = cli_json_new("ferry destroy", "destroy", o);
+	} else if (verbose) {
+		/* as current OpenZFS: "would destroy X", "would reclaim 36B";
+		 * -p: "destroy<TAB>X", "reclaim<TAB>36864", dry run or not */
+		for (size_t i = 0; i < n; i++)
+			if (exact)
+				printf("destroy\t%s\n", list[i].name);
+			else
+				printf("%s destroy %s\n", dry ? "would" : "will", list[i].name);
 		char b[16];
-		format_nicenum(bytes, b, sizeof b, 0);
+		format_nicenum(bytes, b, sizeof b, 1);
 		if (exact)
-			printf("%sreclaim\t%" PRIu64 "\n", dry ? "would " : "", bytes);
+			printf("reclaim\t%" PRIu64 "\n", bytes);
 		else
-			printf("%sreclaim %s\n", dry ? "would " : "", b);
+			printf("%s reclaim %s\n", dry ? "would" : "will", b);
 	}
 	if (!dry && (r = defer ? store_snap_destroy_defer(p, list, n, NULL)
-			       : store_snap_destroy(p, list, n)) < 0)
+			       : store_snap_destroy(p, list, n)) < 0) {
+		json_decref(jdoc);
 		goto fail;
+	}
 	free(list);
 	store_pool_close(p);
-	return EXIT_OK;
+	return json ? cli_json_print(jdoc, EXIT_OK) : EXIT_OK;
 fail:
 	free(list);
 	store_pool_close(p);
@@ -646,8 +778,8 @@ int cmd_bookmark(int argc, char **argv)
 	char dst[2 * STORE_NAME_MAX + 2];
 	int c, r;
 	optind = 1;
-	if ((c = getopt(argc, argv, "+")) != -1)
-		return cli_bad_option(argv, usage);
+	if ((c = cli_getopt(argc, argv, "bookmark", "", NULL)) != -1)
+		return cli_opt_end();
 	if (argc - optind != 2)
 		return cli_usage("%s", usage);
 	const char *src = argv[optind], *name = argv[optind + 1];
@@ -685,15 +817,17 @@ int cmd_bookmark(int argc, char **argv)
 int cli_bookmark_destroy(int argc, char **argv)
 {
 	const char *usage = "usage: ferry destroy [-f] [-n] [-v] [-p] DATASET#BOOKMARK";
-	int c, r, dry = 0, verbose = 0, exact = 0;
+	static const struct option lo[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
+	int c, r, dry = 0, verbose = 0, exact = 0, json = 0;
 	optind = 1;
-	while ((c = getopt(argc, argv, "+nvpf")) != -1) {
+	while ((c = cli_getopt(argc, argv, "destroy", "nvpf", lo)) != -1) {
 		switch (c) {
+		case 'j': json = 1; break;
 		case 'n': dry = 1; break;
 		case 'v': verbose = 1; break;
 		case 'p': exact = 1; break;
 		case 'f': break;
-		default: return cli_usage("%s", usage);
+		default: return cli_opt_end();
 		}
 	}
 	if (argc - optind != 1)
@@ -709,7 +843,16 @@ int cli_bookmark_destroy(int argc, char **argv)
 		return cli_fail(r, "cannot destroy '%s'", name);
 	}
 	store_pool_close(p);
-	if (verbose)
-		printf(exact ? "%sdestroy\t%s\n" : "%sdestroy %s\n", dry ? "would " : "", b.name);
+	if (json) {
+		json_t *o = json_object(), *names = json_array();
+		json_array_append_new(names, json_string(b.name));
+		json_object_set_new(o, "dryrun", json_boolean(dry));
+		json_object_set_new(o, "destroyed", names);
+		return cli_json_print(cli_json_new("ferry destroy", "destroy", o), EXIT_OK);
+	}
+	if (verbose && exact)
+		printf("destroy\t%s\n", b.name);
+	else if (verbose)
+		printf("%s destroy %s\n", dry ? "would" : "will", b.name);
 	return EXIT_OK;
 }

@@ -160,7 +160,7 @@ int cmd_sync(int argc, char **argv)
 		goto out;
 	}
 	memset(&co, 0, sizeof co);
-	while ((c = getopt_long(argc, argv, "+rnvFo:x:", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "sync", "rnvFo:x:", lo)) != -1) {
 		int k = http_conn_opt(c, optarg, &co);
 		if (k < 0) {
 			rc = EXIT_USAGE;
@@ -215,7 +215,7 @@ int cmd_sync(int argc, char **argv)
 			rc = EXIT_OK;
 			goto out;
 		default:
-			rc = cli_bad_option(argv, sync_usage);
+			rc = cli_opt_end();
 			goto out;
 		}
 	}
@@ -288,11 +288,11 @@ int cmd_sync_state(int argc, char **argv)
 	struct fbuf out;
 	int c, r, recursive = 0;
 	optind = 1;
-	while ((c = getopt(argc, argv, "+r")) != -1) {
+	while ((c = cli_getopt(argc, argv, "sync-state", "r", NULL)) != -1) {
 		if (c == 'r')
 			recursive = 1;
 		else
-			return cli_bad_option(argv, usage);
+			return cli_opt_end();
 	}
 	if (argc - optind != 1)
 		return cli_usage("%s", usage);

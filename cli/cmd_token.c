@@ -29,13 +29,13 @@ static int token_create(int argc, char **argv)
 	struct net_token info;
 	int c, r, perm;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "token", "", lo)) != -1) {
 		switch (c) {
 		case 'T': file = optarg; break;
 		case 's': scope = optarg; break;
 		case 'p': perm_s = optarg; break;
 		case 'n': name = optarg; break;
-		default: return cli_bad_option(argv, usage_text);
+		default: return cli_opt_end();
 		}
 	}
 	if (!file || !scope || !perm_s || optind != argc)
@@ -68,11 +68,11 @@ static int token_list(int argc, char **argv)
 	struct table tb;
 	int c, r, scripted = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "H", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "token", "H", lo)) != -1) {
 		switch (c) {
 		case 'T': file = optarg; break;
 		case 'H': scripted = 1; break;
-		default: return cli_bad_option(argv, usage_text);
+		default: return cli_opt_end();
 		}
 	}
 	if (!file || optind != argc)
@@ -115,10 +115,10 @@ static int token_revoke(int argc, char **argv)
 	struct net_token gone;
 	int c, r;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "token", "", lo)) != -1) {
 		switch (c) {
 		case 'T': file = optarg; break;
-		default: return cli_bad_option(argv, usage_text);
+		default: return cli_opt_end();
 		}
 	}
 	if (!file || argc - optind != 1)

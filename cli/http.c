@@ -637,7 +637,7 @@ int cli_http_send(int argc, char **argv)
 	memset(&o, 0, sizeof o);
 	co.retries = RETRIES_DEFAULT;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "cpvi:I:t:RnP", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "send", "cpvi:I:t:RnP", lo)) != -1) {
 		int k = http_conn_opt(c, optarg, &co);
 		if (k < 0)
 			return EXIT_USAGE;
@@ -666,7 +666,7 @@ int cli_http_send(int argc, char **argv)
 			return cli_usage("send: -n and -P are not for a URL (estimate with a local "
 					 "'ferry send -n -v')");
 		default:
-			return cli_bad_option(argv, usage);
+			return cli_opt_end();
 		}
 	}
 	if (!url || (o.token ? argc != optind : argc - optind != 1))
@@ -924,7 +924,7 @@ int cli_http_recv(int argc, char **argv)
 		goto out;
 	}
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "FsudenvAo:x:i:", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "recv", "FsudenvAo:x:i:", lo)) != -1) {
 		int k = http_conn_opt(c, optarg, &co);
 		if (k < 0) {
 			rc = EXIT_USAGE;
@@ -969,7 +969,7 @@ int cli_http_recv(int argc, char **argv)
 			excl[o.nexclude++] = optarg;
 			break;
 		default:
-			rc = cli_bad_option(argv, usage);
+			rc = cli_opt_end();
 			goto out;
 		}
 	}

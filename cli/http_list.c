@@ -131,7 +131,7 @@ int cli_http_list(int argc, char **argv)
 	size_t ncols = 0;
 	memset(&co, 0, sizeof co);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "rd:t:o:s:S:Hp", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "list", "rd:t:o:s:S:Hp", lo)) != -1) {
 		int k = http_conn_opt(c, optarg, &co);
 		if (k < 0)
 			return EXIT_USAGE;
@@ -152,7 +152,7 @@ int cli_http_list(int argc, char **argv)
 		case 'H': scripted = 1; break;
 		case 'p': exact = 1; break;
 		case 'j': json = 1; break;
-		default: return cli_bad_option(argv, usage);
+		default: return cli_opt_end();
 		}
 	}
 	if (optind == argc)
@@ -219,7 +219,7 @@ int cli_http_get(int argc, char **argv)
 	char tq[128];
 	memset(&co, 0, sizeof co);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "rd:t:Hpo:", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "get", "rd:t:Hpo:", lo)) != -1) {
 		int k = http_conn_opt(c, optarg, &co);
 		if (k < 0)
 			return EXIT_USAGE;
@@ -239,7 +239,7 @@ int cli_http_get(int argc, char **argv)
 		case 'p': exact = 1; break;
 		case 'o': fields = optarg; break;
 		case 'j': json = 1; break;
-		default: return cli_bad_option(argv, usage);
+		default: return cli_opt_end();
 		}
 	}
 	if (argc - optind < 2)
@@ -364,7 +364,7 @@ int cli_http_holds(int argc, char **argv)
 	int c, r, rc = EXIT_OK, recursive = 0, scripted = 0, exact = 0, json = 0;
 	memset(&co, 0, sizeof co);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "rHp", lo, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "holds", "rHp", lo)) != -1) {
 		int k = http_conn_opt(c, optarg, &co);
 		if (k < 0)
 			return EXIT_USAGE;
@@ -375,7 +375,7 @@ int cli_http_holds(int argc, char **argv)
 		case 'H': scripted = 1; break;
 		case 'p': exact = 1; break;
 		case 'j': json = 1; break;
-		default: return cli_bad_option(argv, usage);
+		default: return cli_opt_end();
 		}
 	}
 	if (optind == argc)

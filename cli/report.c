@@ -37,11 +37,3 @@ void cli_warn(const char *fmt, ...)
 	fputc('\n', stderr);
 	va_end(ap);
 }
-
-int cli_bad_option(char **argv, const char *usage)
-{
-	if (optopt)
-		return cli_usage("%s: invalid option or missing value for '-%c'; %s", argv[0], optopt,
-				 usage);
-	return cli_usage("%s: invalid option '%s'; %s", argv[0], argv[optind - 1], usage);
-}

@@ -225,6 +225,24 @@ int io_mkdir(const char *path, mode_t mode) FERRY_WUR;
  * mode), the ones it creates get exactly mode whatever the umask. */
 int io_mkdirs(const char *path, mode_t mode) FERRY_WUR;
 
+/* ---- progress line (progress.c) ------------------------------------------
+ * The text of a status line for long work: what, bytes (and files) done,
+ * of the total when known, rate over the last seconds, percentage and
+ * time left. Draws nothing itself. */
+struct progress {
+	char what[128];
+	uint64_t total;             /* bytes; 0: unknown (no percentage, no ETA) */
+	uint64_t bytes, files;
+	uint64_t t0, now;
+	uint64_t win_t0, win_t, win_bytes0, win_bytes1;
+};
+void progress_init(struct progress *p, const char *what, uint64_t total_bytes, uint64_t now_ns);
+void progress_update(struct progress *p, uint64_t bytes, uint64_t files, uint64_t now_ns);
+/* Writes the line (no newline) into buf of n bytes (n > 0); returns its
+ * length: "tank/a@s1: 1.2G of 4.0G (30%), 8100 files, 95M/s, ETA 30s", or
+ * without a total "bk/a: 1.2G, 95M/s". */
+size_t progress_format(const struct progress *p, char *buf, size_t n);
+
 /* ---- misc ---------------------------------------------------------------- */
 /* Parses a size like "128K", "1M", "4096", "1.5G" (powers of 1024) into
  * bytes. -FERR_INVAL on garbage, -FERR_OVERFLOW past UINT64_MAX.

@@ -5,6 +5,7 @@
  * which GNU tar and bsdtar restore as holes) and written as zeros in zip. */
 #include <archive.h>
 #include <archive_entry.h>
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,7 +247,16 @@ static int emit_entry(struct ar *w, const struct node_entry *e, int s)
 		archive_entry_set_rdev(ae, makedev(e->rdev_major, e->rdev_minor));
 		w->st->specials++;
 	}
-	if (archive_write_header(w->a, ae) != ARCHIVE_OK) {
+	int hr = archive_write_header(w->a, ae);
+	/* A name that is not UTF-8 cannot be translated for pax's UTF-8
+	 * headers: libarchive then writes that one entry's names as bytes
+	 * under hdrcharset=BINARY and warns. That loses nothing; any other
+	 * warning or error does. (BINARY for every entry would keep names
+	 * too, but GNU tar warns about the keyword once per entry.) */
+	if (hr == ARCHIVE_WARN && archive_error_string(w->a) &&
+	    !strncmp(archive_error_string(w->a), "Can't translate", 15))
+		hr = ARCHIVE_OK;
+	if (hr != ARCHIVE_OK) {
 		r = ar_err(w, "writing an archive header");
 		goto out;
 	}
@@ -336,6 +346,7 @@ int restore_archive(struct store_pool *p, struct store_reader *rd, const struct 
 		    int kind, const struct restore_opts *o, struct restore_stats *st)
 {
 	struct ar w;
+	locale_t utf8, old;
 	int r = 0;
 	memset(&w, 0, sizeof w);
 	w.rd = rd;
@@ -346,6 +357,13 @@ int restore_archive(struct store_pool *p, struct store_reader *rd, const struct 
 		return ferry_err(FERR_UNSUPPORTED, "a volume restores to an image, not an archive");
 	if (o->nfiles && !(w.found = calloc(o->nfiles, sizeof *w.found)))
 		return ferry_err(FERR_NOMEM, "writing an archive");
+	/* libarchive translates names from the locale's charset to pax's
+	 * UTF-8: under a UTF-8 locale, a UTF-8 name goes as it is and only
+	 * a name that is not UTF-8 gets hdrcharset=BINARY (see emit_entry).
+	 * This thread only, for this call only; without C.UTF-8 every
+	 * non-ASCII name goes as bytes, which loses nothing either. */
+	utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+	old = utf8 ? uselocale(utf8) : (locale_t)0;
 	if (!(w.a = archive_write_new())) {
 		r = ferry_err(FERR_NOMEM, "writing an archive");
 		goto out;
@@ -361,9 +379,11 @@ int restore_archive(struct store_pool *p, struct store_reader *rd, const struct 
 		r = ferry_err(FERR_INVAL, "unknown archive format '%s' (tar, pax, zip)", o->format);
 		goto out;
 	}
-	/* names are bytes, not necessarily UTF-8: store them as they are */
+	/* xattrs under the SCHILY keywords GNU tar, bsdtar and Python's
+	 * tarfile all know (not also as LIBARCHIVE.xattr, which GNU tar
+	 * warns about once per entry) */
 	if (fr == ARCHIVE_OK && strcmp(o->format, "zip") &&
-	    archive_write_set_options(w.a, "hdrcharset=BINARY") < ARCHIVE_WARN)
+	    archive_write_set_options(w.a, "xattrheader=SCHILY") < ARCHIVE_WARN)
 		fr = ARCHIVE_FAILED;
 	if (fr != ARCHIVE_OK || archive_write_open_fd(w.a, o->fd) != ARCHIVE_OK) {
 		r = ar_err(&w, "opening the archive");
@@ -390,5 +410,9 @@ out:
 	free(w.found);
 	free(w.buf);
 	fbuf_release(&w.path);
+	if (utf8) {
+		uselocale(old);
+		freelocale(utf8);
+	}
 	return r;
 }

@@ -190,6 +190,8 @@ static int rjob_done(void *jv, int res, void *ctx)
 		if (rc < 0)
 			r->err_named = 1; /* rjob_err named the file */
 		r->st->bytes += j->bytes;
+		if (r->o->progress)
+			r->o->progress(r->o->arg, r->st);
 		if (j->jw.n) {
 			rst_warn_path(r, j->kind == RJ_DATA ? j->fpath : j->path, j->jw.what, j->jw.err);
 			r->st->warnings += j->jw.n - 1;

@@ -52,6 +52,7 @@ struct rst {
 	size_t nlinks, caplinks;
 	int *found;
 	int partial;
+	int made_dir;  /* restore_tree created the target directory */
 	struct rframe *frames;
 	size_t nframes, capframes;
 	struct dirstack dirs;

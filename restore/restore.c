@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,7 +153,7 @@ static int restore_tree(struct rst *r, const struct store_snap *s, const char *d
 	const struct restore_opts *o = r->o;
 	int rc, created = 0;
 	if (mkdir(dir, 0700) == 0)
-		created = 1;
+		created = r->made_dir = 1;
 	else if (errno != EEXIST)
 		return ferry_err_errno(errno, "cannot create '%s'", dir);
 	r->rootfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -188,6 +189,28 @@ static int restore_tree(struct rst *r, const struct store_snap *s, const char *d
 	if (!o->nfiles)
 		rst_set_attrs_fd(r, r->rootfd, root, 0);
 	return 0;
+}
+
+static int unmake_open(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+	if (type == FTW_D)
+		chmod(path, 0700); /* a restored 0500 directory keeps its entries */
+	return 0;
+}
+
+static int unmake_remove(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+	remove(path);
+	return 0;
+}
+
+/* Takes away a directory restore_tree made and whatever it put in it,
+ * after a failure: a failed restore leaves nothing behind. Best effort,
+ * the failure being what is reported; never follows a link. */
+static void unmake_dir(const char *dir)
+{
+	(void)nftw(dir, unmake_open, 16, FTW_PHYS);
+	(void)nftw(dir, unmake_remove, 16, FTW_PHYS | FTW_DEPTH);
 }
 
 int restore_snapshot(struct store_pool *p, const struct store_snap *s, const char *dir,
@@ -258,5 +281,7 @@ out:
 	fbuf_release(&r.path);
 	store_reader_free(r.rd);
 	store_read_end(p);
+	if (r.made_dir && rc < 0 && rc != -FERR_PARTIAL)
+		unmake_dir(dir);
 	return rc;
 }

@@ -19,6 +19,7 @@ enum {
 	RESTORE_NO_DEVICES = 1 << 2,          /* device nodes skipped, each warned */
 	RESTORE_NO_SETUID = 1 << 3,           /* setuid/setgid cleared, no file capabilities */
 };
+struct restore_stats;
 struct restore_opts {
 	const char *const *files; /* restore only these paths (relative to the snapshot root) */
 	size_t nfiles;
@@ -29,6 +30,9 @@ struct restore_opts {
 				   * but NO_SAME_PERMISSIONS (its extractor applies its umask) */
 	mode_t umask;             /* for RESTORE_NO_SAME_PERMISSIONS */
 	void (*warn)(void *arg, const char *path, const char *msg);
+	/* Called now and then on the calling thread with the figures so far
+	 * (tree restores); may be NULL. */
+	void (*progress)(void *arg, const struct restore_stats *st);
 	void *arg;
 };
 struct restore_stats {
@@ -38,7 +42,8 @@ struct restore_stats {
  * writing outside it or following a symlink. A volume restores into the
  * file dir names (an image, created or overwritten when force). Returns 0,
  * or -FERR_PARTIAL when some attributes could not be set or device nodes
- * were skipped (each warned). */
+ * were skipped (each warned). On any other failure a directory it created
+ * is removed again with what it put there. */
 int restore_snapshot(struct store_pool *p, const struct store_snap *s, const char *dir,
 		     const struct restore_opts *o, struct restore_stats *st) FERRY_WUR;
 

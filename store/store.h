@@ -189,6 +189,12 @@ int store_prop_get(struct store_pool *p, const struct store_ds *ds, const char *
 typedef int (*store_prop_fn)(const struct store_propval *v, void *arg);
 int store_prop_all(struct store_pool *p, const struct store_ds *ds,
 		   store_prop_fn fn, void *arg) FERRY_WUR;
+/* The received value of name on ds (a filesystem or volume: what a
+ * stream set, even when a local value overrides it), stored form, into
+ * out (n bytes). Returns 1 when there is one, 0 when not (always for a
+ * snapshot or bookmark), or a negative FERR_* (store/propreceived.c). */
+int store_prop_received(struct store_pool *p, const struct store_ds *ds, const char *name,
+			char *out, size_t n) FERRY_WUR;
 /* Validates and sets properties (all or nothing) with source local or
  * received. Read-only and create-only properties are -FERR_PROP. */
 int store_prop_set(struct store_pool *p, const struct store_ds *ds,

@@ -83,8 +83,8 @@ run ferry destroy -n -v -r tank/a/b
 is "$rc:$(cat "$T/out" | tr '\n' '|')" "0:would destroy tank/a/b|would destroy tank/a/b/c|would destroy tank/a/b/c2|" \
 	"destroy -n -v -r lists what it would destroy"
 run ferry destroy -n -v -p -r tank/a/b
-is "$rc:$(cat "$T/out" | tr '\n' '|')" "0:would destroy	tank/a/b|would destroy	tank/a/b/c|would destroy	tank/a/b/c2|" \
-	"destroy -n -v -p: a tab before each name"
+is "$rc:$(cat "$T/out" | tr '\n' '|')" "0:destroy	tank/a/b|destroy	tank/a/b/c|destroy	tank/a/b/c2|" \
+	"destroy -n -v -p: zfs's parseable destroy<TAB>NAME lines"
 is "$(ferry list -H -o name -r tank/a | wc -l)" "4" "and -n destroyed nothing"
 run ferry destroy tank/a/b/c2; is "$rc" 0 "destroy a leaf"
 run ferry destroy -r tank/a; is "$rc" 0 "destroy -r"

@@ -39,6 +39,10 @@ command -v strace >/dev/null 2>&1 && have_strace=1
 for d in big many; do
 for try in 1 2; do
 	rm -rf "$T/r"
+	# run 1 into an empty directory that exists (a failed restore leaves
+	# it, with what it made, for the stray check below); run 2 lets
+	# restore create it, and a failed restore takes it away again
+	[ $try = 1 ] && mkdir "$T/r"
 	if [ $have_strace = 1 ]; then
 		strace -f -qq -o "$T/trace" -e trace=openat,pwrite64,write,close,ftruncate,fchmod,fchown,utimensat,fsetxattr \
 			"$FERRY" restore tank/$d@a "$T/r" 2>"$T/err"
@@ -62,9 +66,14 @@ for try in 1 2; do
 	else
 		ok "# SKIP strace is not installed"
 	fi
-	stray=$(find "$T/r" -mindepth 1 ! -path "$T/r/big" ! -path "$T/r/sub" ! -path "$T/r/zz" \
-		! -path "$T/r/sub/many" ! -path "$T/r/sub/many/f*" 2>&1)
-	is "$stray" "" "$d, run $try: nothing created outside its directory"
+	if [ $try = 1 ]; then
+		stray=$(find "$T/r" -mindepth 1 ! -path "$T/r/big" ! -path "$T/r/sub" ! -path "$T/r/zz" \
+			! -path "$T/r/sub/many" ! -path "$T/r/sub/many/f*" 2>&1)
+		is "$stray" "" "$d, run $try: nothing created outside its directory"
+	else
+		[ ! -e "$T/r" ] && ok "$d, run $try: the directory it created is gone" ||
+			not_ok "$d, run $try: left $(find "$T/r" | head -5)"
+	fi
 done
 done
 

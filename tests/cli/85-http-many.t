@@ -1,7 +1,7 @@
 #!/bin/sh
 # Serving many (docs/ferry-http.7, LIMITS; docs/ferry-serve.8): 8 clients
 # send into 8 datasets at once, bandwidth-capped with --limit-rate so they
-# overlap, and all succeed in about the time of one; while a receive runs
+# overlap, the server has several receives at once and all succeed; while a receive runs
 # into a dataset, a second one into it (or above or below it), an abort
 # and a destroy there get 409 at once, and another dataset takes a receive
 # meanwhile. A client that stalls mid-body is cut off after the idle
@@ -40,15 +40,28 @@ for i in 1 2 3 4 5 6 7 8; do
 	"$FERRY" send tank/fs@a --to "$URL/bk/c/$i" --limit-rate "$RATE" >"$T/c$i.out" 2>"$T/c$i.err" &
 	eval "pid$i=\$!"
 done
+# while they run, the server itself says how many receives it has at
+# once: at least two in the same moment shows they are served in parallel
+most=0
+while :; do
+	n=0 alive=0
+	for i in 1 2 3 4 5 6 7 8; do
+		eval "kill -0 \$pid$i 2>/dev/null" && alive=1
+		req "$(tok w)" GET "/v1/receive/bk/c/$i" && [ "$(json_get receiving)" = true ] && n=$((n + 1))
+	done
+	[ "$n" -gt "$most" ] && most=$n
+	[ "$most" -ge 2 ] || [ "$alive" = 0 ] && break
+done
 bad=0
 for i in 1 2 3 4 5 6 7 8; do
 	eval "wait \$pid$i" || { bad=$((bad + 1)); diag "client $i: $(cat "$T/c$i.err")"; }
 done
 t1=$(date +%s.%N)
 is "$bad" 0 "8 clients sending at once all succeed"
+# at once: the last client started before the first one ended (an order
+# of events, not a duration: the machine's load does not change it)
 el=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
-like "$(awk -v e="$el" 'BEGIN { print (e >= 1.2 && e < 6.5) ? "parallel" : "not parallel" }')" '^parallel$' \
-	"in about the time of one (${el}s; one alone takes about 1.5s, eight in a row 12s)"
+like "$most" '^[2-8]$' "the server received them at once ($most seen at the same moment; all 8 in ${el}s, one alone takes about 1.5s)"
 is "$(ferry list -H -r -t snapshot -o name bk/c | wc -l)" 8 "8 snapshots received"
 rm -rf "$TS/a"
 ferry restore tank/fs@a "$TS/a"
