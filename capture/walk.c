@@ -346,6 +346,10 @@ static int frame_push(struct cap *c, int fd, const char *name, struct node_dir *
 	f->d = d;
 	if ((r = list_dir(dirstack_fd(&c->dirs), &f->names, &f->n)) < 0) {
 		char msg[300];
+		/* only what the source refused is a warning: ferry's own want
+		 * of memory would record a full directory empty */
+		if (r == -FERR_NOMEM || r == -FERR_OVERFLOW)
+			return r;
 		snprintf(msg, sizeof msg, "%s; recorded empty", ferry_errmsg(r));
 		ferry_err_clear();
 		cap_warn(c, msg, 1);
