@@ -212,6 +212,11 @@ void pack_tx_end(struct store_pool *p, int committed);
  * them is committed again. */
 int writer_persist(struct store_writer *w) FERRY_WUR;
 void writer_forget(struct store_writer *w);
+/* reader.c, for reader.c and xfer.c: the node row st just stepped to
+ * (columns type, data) into out and *type, checked (type 1-4, at most
+ * NODE_MAX bytes, content matching hash); resets st. */
+int node_row_take(sqlite3_stmt *st, const uint8_t hash[FERRY_HASH_LEN], int *type,
+		  struct fbuf *out) FERRY_WUR;
 /* pack.c, for writer.c and reader.c: a lookup's step (1 row, 0 none, or
  * an error); hash, codec and level bound to parameters 1-3; on error
  * paths, an unlink (1 when done) and a sync of packs/ that keep the

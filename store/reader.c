@@ -217,8 +217,6 @@ int store_node_read(struct store_reader *rd, const uint8_t hash[FERRY_HASH_LEN],
 		    struct fbuf *out)
 {
 	sqlite3_stmt *st = rd->st_node;
-	uint8_t h[FERRY_HASH_LEN];
-	int r = 0;
 	sqlite3_reset(st);
 	sqlite3_bind_blob(st, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
 	int s = sqlite3_step(st);
@@ -231,6 +229,14 @@ int store_node_read(struct store_reader *rd, const uint8_t hash[FERRY_HASH_LEN],
 		}
 		return cat_err(rd->p, "reading a node");
 	}
+	return node_row_take(st, hash, type, out);
+}
+
+int node_row_take(sqlite3_stmt *st, const uint8_t hash[FERRY_HASH_LEN], int *type,
+		  struct fbuf *out)
+{
+	uint8_t h[FERRY_HASH_LEN];
+	int r = 0;
 	int t = sqlite3_column_int(st, 0);
 	const void *d = sqlite3_column_blob(st, 1);
 	size_t n = (size_t)sqlite3_column_bytes(st, 1);

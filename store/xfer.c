@@ -249,8 +249,6 @@ int store_pnodes_read(struct store_pnodes *n, const uint8_t hash[FERRY_HASH_LEN]
 		      struct fbuf *out)
 {
 	sqlite3_stmt *sts[2] = {n->st_tmp, n->st_main};
-	uint8_t h[FERRY_HASH_LEN];
-	int r = 0;
 	for (int i = 0; i < 2; i++) {
 		sqlite3_stmt *st = sts[i];
 		sqlite3_reset(st);
@@ -264,22 +262,7 @@ int store_pnodes_read(struct store_pnodes *n, const uint8_t hash[FERRY_HASH_LEN]
 			sqlite3_reset(st);
 			return cat_err(n->p, "reading a node");
 		}
-		int t = sqlite3_column_int(st, 0);
-		const void *d = sqlite3_column_blob(st, 1);
-		size_t len = (size_t)sqlite3_column_bytes(st, 1);
-		fbuf_reset(out);
-		if (t < 1 || t > 4 || len > NODE_MAX)
-			r = ferry_err(FERR_CORRUPT, "node of type %d and %zu bytes", t, len);
-		else if (len)
-			r = fbuf_append(out, d, len);
-		sqlite3_reset(st);
-		if (r < 0)
-			return r;
-		node_hash(t, out->data, out->len, h);
-		if (memcmp(h, hash, FERRY_HASH_LEN) != 0)
-			return ferry_err(FERR_CORRUPT, "node content does not match its hash");
-		*type = t;
-		return 0;
+		return node_row_take(st, hash, type, out);
 	}
 	char hex[FERRY_HASH_HEX];
 	hash_to_hex(hash, hex);
