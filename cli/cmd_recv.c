@@ -192,74 +192,33 @@ static int recv_options(int argc, char **argv, struct recv_args *a)
 	return EXIT_OK;
 }
 
-/* recv -v's "receiving full stream of X into Y" before each substream
- * starts, as zfs says it: a source between stdin and recv_run that feeds
- * the bytes recv reads to a decoder of its own, which sees each BEGIN as
- * recv reaches it. Only with -v (the second decoder costs a pass over
- * the stream); it stops quietly on a damaged stream, whose error is
- * recv's to report. */
-struct recv_peek {
-	struct stream_source base;
-	struct stream_source *in;
-	struct stream_decoder *d; /* NULL once stopped */
-	const struct recv_args *a;
-	struct cli_meter *meter;
-	int in_pkg;
-	char top[STORE_NAME_MAX + 1];
-};
-
-static void peek_stop(struct recv_peek *pk)
+/* recv -v's "receiving full stream of X into Y" as each substream starts,
+ * as zfs says it. */
+static void begin_cb(void *arg, const char *source, const char *dest, int incremental)
 {
-	stream_decoder_free(pk->d);
-	pk->d = NULL;
-}
-
-static void peek_record(struct recv_peek *pk, const struct stream_record *rec)
-{
-	char dest[2 * STORE_NAME_MAX + 2];
-	if (rec->type == STREAM_PACKAGE) {
-		pk->in_pkg = 1;
-		snprintf(pk->top, sizeof pk->top, "%s", rec->package.top);
+	struct recv_ui *ui = arg;
+	if (!ui->verbose || ui->snaps)
 		return;
-	}
-	if (rec->type != STREAM_BEGIN)
-		return;
-	const struct stream_begin *b = &rec->begin;
-	if (recv_dest_name(pk->a->target, pk->a->o.flags, pk->in_pkg ? pk->top : NULL, b->dataset,
-			   b->snapshot, dest, sizeof dest) < 0) {
-		ferry_err_clear();
-		peek_stop(pk); /* recv_run refuses that name and says why */
-		return;
-	}
-	cli_meter_clear(pk->meter);
-	printf("%s %s stream of %s@%s into %s\n",
-	       (pk->a->o.flags & RECV_DRYRUN) ? "would receive" : "receiving",
-	       b->from_guid ? "incremental" : "full", b->dataset, b->snapshot, dest);
+	cli_meter_clear(&ui->meter);
+	printf("%s %s stream of %s into %s\n", ui->dry ? "would receive" : "receiving",
+	       incremental ? "incremental" : "full", source, dest);
 	fflush(stdout);
 }
 
-static int peek_read(struct stream_source *base, void *buf, size_t n, size_t *got)
+/* The progress line's source: the bytes recv reads, counted on their way. */
+struct recv_counted {
+	struct stream_source base;
+	struct stream_source *in;
+	struct cli_meter *meter;
+};
+
+static int counted_read(struct stream_source *base, void *buf, size_t n, size_t *got)
 {
-	struct recv_peek *pk = (struct recv_peek *)base;
-	size_t g, off = 0, used;
-	struct stream_record rec;
-	int r;
-	if ((r = stream_source_read(pk->in, buf, n, &g)) < 0)
-		return r;
-	cli_meter_update(pk->meter, pk->in->bytes, 0);
-	while (pk->d && off < g) {
-		r = stream_decoder_feed(pk->d, (const uint8_t *)buf + off, g - off, &used, &rec);
-		if (r < 0) {
-			ferry_err_clear();
-			peek_stop(pk);
-			break;
-		}
-		off += used;
-		if (r == 1)
-			peek_record(pk, &rec);
-	}
-	*got = g;
-	return 0;
+	struct recv_counted *c = (struct recv_counted *)base;
+	int r = stream_source_read(c->in, buf, n, got);
+	if (r == 0)
+		cli_meter_update(c->meter, c->in->bytes, 0);
+	return r;
 }
 
 /* recv -A, or the receive of standard input, into the open pool p. */
@@ -286,20 +245,15 @@ static int recv_into(struct store_pool *p, struct recv_args *a)
 	a->o.destroyed = destroyed_cb;
 	a->o.skipped = skipped_cb;
 	a->o.arg = &a->ui;
-	struct recv_peek pk;
-	memset(&pk, 0, sizeof pk);
-	pk.base.read = peek_read;
-	pk.in = &src.base;
-	pk.a = a;
-	pk.meter = &a->ui.meter;
+	a->o.begin = begin_cb;
+	struct recv_counted cs;
+	memset(&cs, 0, sizeof cs);
+	cs.base.read = counted_read;
+	cs.in = &src.base;
+	cs.meter = &a->ui.meter;
 	/* the progress line: bytes and rate (a stream says not how long it is) */
 	cli_meter_start(&a->ui.meter, a->target, 0, a->ui.quiet || a->ui.snaps);
-	if (a->ui.verbose && !a->ui.snaps && stream_decoder_new(&pk.d) < 0)
-		ferry_err_clear(); /* then without the line: never fail for it */
-	if (pk.d)
-		stream_decoder_defer_block_hashes(pk.d);
-	r = recv_run(p, a->target, pk.d || a->ui.meter.on ? &pk.base : &src.base, &a->o, &st);
-	peek_stop(&pk);
+	r = recv_run(p, a->target, a->ui.meter.on ? &cs.base : &src.base, &a->o, &st);
 	cli_meter_end(&a->ui.meter);
 	if (r < 0)
 		return cli_fail(r, "cannot receive into '%s'", a->target);

@@ -70,6 +70,11 @@ int recv_substream(struct rcv *r, const struct stream_begin *b, const struct str
 	r->objs_n = r->reached = r->last_seq = 0;
 	if ((rc = recv_sub_plan(r, &s)) < 0)
 		goto out;
+	if (r->o->begin) {
+		char src[2 * STORE_NAME_MAX + 2];
+		snprintf(src, sizeof src, "%s@%s", b->dataset, b->snapshot);
+		r->o->begin(r->o->arg, src, s.full, b->from_guid != 0);
+	}
 	if (s.skip) {
 		if ((rc = recv_sub_skip(r)) < 0)
 			goto out;

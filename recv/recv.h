@@ -74,6 +74,11 @@ struct recv_opts {
 	 * the dataset already has (same guid), which is skipped, as zfs does,
 	 * after its substream was read to its END. May be NULL. */
 	void (*skipped)(void *arg, const char *snapshot);
+	/* Called as each substream starts, once its local name is known and
+	 * before its body is read: source is DATASET@SNAP as sent, dest the
+	 * snapshot it lands in, incremental 1 when it has a base (recv -v's
+	 * "receiving full stream of X into Y"). May be NULL. */
+	void (*begin)(void *arg, const char *source, const char *dest, int incremental);
 	void *arg;
 };
 
@@ -93,15 +98,6 @@ struct recv_opts {
  * the whole package verified. st (may be NULL) gets the totals. */
 int recv_run(struct store_pool *p, const char *target, struct stream_source *in,
 	     const struct recv_opts *o, struct recv_stats *st) FERRY_WUR;
-
-/* The snapshot ("pool/ds@snap", into out of n bytes) that a substream
- * for dataset@snapshot, sent alone (pkg_top NULL) or in a package whose
- * top is pkg_top, lands in when received under target with flags
- * (RECV_DISCARD, RECV_LASTNAME), as recv_run names it (recv/names.c).
- * Returns 0, or -FERR_NAME for a name too long or invalid, -FERR_CORRUPT
- * for a dataset outside pkg_top. */
-int recv_dest_name(const char *target, unsigned flags, const char *pkg_top, const char *dataset,
-		   const char *snapshot, char *out, size_t n) FERRY_WUR;
 
 /* recv -A: discards the partial state an interrupted `recv -s` into
  * target left (its blocks become garbage for gc). -FERR_NOENT if none. */
