@@ -59,7 +59,7 @@ out:
 int recv_sub_commit(struct rcv *r, struct sub *s)
 {
 	const struct stream_begin *b = s->b;
-	int rc, own = !r->atomic;
+	int rc, own = !r->atomic, created = !s->exists;
 	store_writer_pause(r->w);
 	if ((rc = own ? store_tx_begin(r->p) : recv_tx_open(r)) < 0)
 		return rc;
@@ -78,7 +78,8 @@ int recv_sub_commit(struct rcv *r, struct sub *s)
 		goto out;
 	if (s->partial && (rc = store_partial_drop(r->p, s->dsname)) < 0)
 		goto out;
-	rc = recv_apply_props(r, &s->ds, s->props, s->nprops, (b->flags & STREAM_F_PROPS) != 0);
+	rc = recv_apply_props(r, &s->ds, s->props, s->nprops, (b->flags & STREAM_F_PROPS) != 0,
+			      created);
 out:
 	if (!own)
 		return rc; /* the package's transaction: recv_run ends it */

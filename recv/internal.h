@@ -151,9 +151,10 @@ int recv_save_partial(struct rcv *r, struct sub *s, int err);
 /* ---- props.c ---- */
 /* Records the stream's properties pv as received (and -o's as local);
  * with replace (the stream carries the sender's whole set) the received
- * values it no longer names go first. */
+ * values it no longer names go first. created: this receive made ds, with
+ * -o's set-at-creation properties, which are then not set again. */
 int recv_apply_props(struct rcv *r, const struct store_ds *ds, const struct stream_prop *pv,
-		     size_t n, int replace) FERRY_WUR;
+		     size_t n, int replace, int created) FERRY_WUR;
 /* 1 when recv -o's properties are set on dataset name: every dataset of
  * a single stream, the top one of a package (the rest inherit, as zfs). */
 int recv_sets_here(const struct rcv *r, const char *name);

@@ -39,8 +39,10 @@ static int user_excluded(struct rcv *r, const char *name)
 }
 
 int recv_apply_props(struct rcv *r, const struct store_ds *ds, const struct stream_prop *pv,
-		       size_t n, int replace)
+		       size_t n, int replace, int created)
 {
+	struct store_propset *set = NULL;
+	size_t nset = 0;
 	int rc;
 	if (replace) {
 		/* the stream carries the sender's whole set (send -p, -R, -I):
@@ -82,10 +84,18 @@ int recv_apply_props(struct rcv *r, const struct store_ds *ds, const struct stre
 		}
 		r->st.props_received++;
 	}
-	if (r->o->nset && recv_sets_here(r, ds->name) &&
-	    (rc = store_prop_set(r->p, ds, r->o->set, r->o->nset, STORE_SRC_LOCAL)) < 0)
-		return rc;
-	return 0;
+	if (!r->o->nset || !recv_sets_here(r, ds->name))
+		return 0;
+	/* a dataset this receive created got its -o set at creation; of it,
+	 * what can be set only then (volblocksize) is not set again */
+	if (!(set = calloc(r->o->nset, sizeof *set)))
+		return ferry_err(FERR_NOMEM, "receiving properties");
+	for (size_t i = 0; i < r->o->nset; i++)
+		if (!created || !store_prop_create_only(r->o->set[i].name))
+			set[nset++] = r->o->set[i];
+	rc = nset ? store_prop_set(r->p, ds, set, nset, STORE_SRC_LOCAL) : 0;
+	free(set);
+	return rc < 0 ? rc : 0;
 }
 
 /* The compression blocks of ds (or of a new dataset named name) get. */
@@ -122,7 +132,9 @@ int recv_target_codec(struct rcv *r, const char *name, const struct store_ds *ds
 }
 
 /* volsize (and volblocksize) of a new volume: the sender's, else the
- * image rounded up to volblocksize (the sender's, else the default 16K). */
+ * image rounded up to volblocksize (-o volblocksize, else the sender's,
+ * else the default 16K); *vbs_s is the sender's volblocksize when it is
+ * the one, NULL when -o or the default decides. */
 int recv_volume_props(struct rcv *r, const struct sub *s, char *vs, size_t vsn,
 			    const char **vbs_s)
 {
@@ -147,6 +159,18 @@ int recv_volume_props(struct rcv *r, const struct sub *s, char *vs, size_t vsn,
 	if (rc == 0) {
 		if (vbs == 0 || vbs > ((uint64_t)1 << 20)) {
 			vbs = 16384;
+			*vbs_s = NULL;
+		}
+		/* -o volblocksize (validated by the creation) decides */
+		for (size_t i = 0; recv_sets_here(r, s->dsname) && i < r->o->nset; i++) {
+			char canon[32];
+			if (strcmp(r->o->set[i].name, "volblocksize") ||
+			    store_prop_validate("volblocksize", r->o->set[i].value,
+						STORE_DS_VOLUME, 1, canon, sizeof canon) < 0) {
+				ferry_err_clear(); /* the creation refuses it */
+				continue;
+			}
+			vbs = strtoull(canon, NULL, 10);
 			*vbs_s = NULL;
 		}
 		if (vsz < e.size || vsz % vbs)

@@ -199,6 +199,12 @@ int prop_check_changeable(int type)
 	return 0;
 }
 
+int store_prop_create_only(const char *name)
+{
+	const struct prop_def *d = prop_find(name);
+	return d && d->settable == SET_CREATE;
+}
+
 int prop_check_inherit(const char *name, const char **canon)
 {
 	const struct prop_def *d = prop_find(name);

@@ -215,6 +215,9 @@ int store_prop_inherit(struct store_pool *p, const struct store_ds *ds, const ch
  * 1) or later; writes the canonical stored value into canon. */
 int store_prop_validate(const char *name, const char *value, int type, int create_time,
 			char *canon, size_t n) FERRY_WUR;
+/* Whether name is a property that can be set only when its dataset is
+ * created (volblocksize), so a later store_prop_set of it is refused. */
+int store_prop_create_only(const char *name);
 /* The effective compression of ds (local, received, inherited or default). */
 int store_ds_compression(struct store_pool *p, const struct store_ds *ds,
 			 struct codec_spec *out) FERRY_WUR;

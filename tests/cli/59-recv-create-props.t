@@ -44,4 +44,33 @@ run ferry restore dst/pkg/kid@s2 "$TS/r2/t"
 is "$rc" 0 "the package's child restores after gc"
 run "$FERRY_TOOLS/treecmp" "$T/src" "$TS/r2/t"
 is "$rc:$(cat "$T/out" "$T/err")" "0:" "it is the tree sent"
+
+# -o volblocksize on a volume the receive creates is a creation property
+# (zfs receive takes it): the code before this test refused the receive,
+# setting it again after the creation ("can be set only at creation")
+truncate -s 1M "$T/disk.img"
+head -c 100000 /dev/urandom | dd of="$T/disk.img" bs=4096 seek=10 conv=notrunc status=none
+ferry create -V 1M -b 4K src/vol
+ferry snapshot --from "$T/disk.img" src/vol@v
+run sh -c "'$FERRY' send src/vol@v | '$FERRY' recv -o volblocksize=8K -o user:v=1 dst/vol"
+is "$rc:$(cat "$T/err")" "0:" "recv -o volblocksize=8K into a new volume"
+is "$(ferry get -H -o value volblocksize,user:v,volsize dst/vol | tr '\n' ' ')" "8K 1 1M " \
+	"the new volume has the -o volblocksize and the other -o"
+run sh -c "'$FERRY' send src/vol@v | '$FERRY' recv -o volblocksize=3K dst/vol2"
+like "$rc:$(cat "$T/err")" "^1:.*volblocksize.*power of 2" "a bad -o volblocksize is refused"
+is "$(ferry list -H -o name dst/vol2 2>&1)" "ferry: cannot list 'dst/vol2': dataset does not exist" \
+	"and creates nothing"
+ferry snapshot --from "$T/disk.img" src/vol@w
+run sh -c "'$FERRY' send -i @v src/vol@w | '$FERRY' recv -o volblocksize=8K dst/vol"
+like "$rc:$(cat "$T/err")" "^1:.*volblocksize.*only at creation" \
+	"-o volblocksize into an existing volume is still refused"
+is "$(ferry list -H -t snapshot -o name -r dst/vol)" "dst/vol@v" "and receives nothing"
+rm -f "$TS/vol.img"
+run ferry restore dst/vol@v "$TS/vol.img"
+is "$rc" 0 "the received volume restores"
+cmp -s "$T/disk.img" "$TS/vol.img" && ok "it is the image sent" || not_ok "restored image differs"
+ferry gc dst >/dev/null
+rm -f "$TS/vol.img"
+ferry restore dst/vol@v "$TS/vol.img" && cmp -s "$T/disk.img" "$TS/vol.img" &&
+	ok "and still is after gc" || not_ok "restored image differs after gc"
 done_testing
