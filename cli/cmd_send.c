@@ -211,10 +211,14 @@ static int send_cmd(int argc, char **argv, struct send_ui *uip)
 	 * -n's) so that the receiver's line has a percentage and an ETA. The
 	 * dry runs count the HINT too, so -n on a terminal says what a send
 	 * from it carries. Not with -q, nor for nobody (cron), as it costs a
-	 * walk of the stream first. */
-	if (tty)
+	 * walk of the stream first; and into a pipe, where no dry run is made
+	 * anyway, only when that walk reads no block (-c reads and checks
+	 * every block, --compress compresses it: twice the send's own work
+	 * before the receiver sees a byte). */
+	int cheap = !(o.flags & (SEND_COMPRESSED | SEND_RECOMPRESS));
+	if (tty && (draw || ui.verbose || ui.dry || cheap))
 		o.flags |= SEND_ESTIMATE;
-	if (tty && !ui.verbose && !ui.dry) { /* -v's dry run below counts it */
+	if ((o.flags & SEND_ESTIMATE) && !ui.verbose && !ui.dry) { /* -v's dry run counts it */
 		struct send_opts est = o;
 		est.flags |= SEND_DRYRUN;
 		if ((r = send_run(p, o.token ? NULL : name, &est, &sink.base, &st)) < 0)

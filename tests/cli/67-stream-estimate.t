@@ -65,6 +65,12 @@ is "$(( $(size_of "$T/s1.stream") - $(size_of "$T/cron.stream") ))" 40 \
 	"and is the same stream but for the HINT's 40 bytes"
 onpty "'$FERRY' send -q tank/a@s1 >'$T/q.stream'"
 is "$(ferry dump "$T/q.stream" | grep -c '^HINT')" 0 "send -q writes no estimate either"
+# into a pipe -c makes no dry run for it (it would read every block twice)
+onpty "'$FERRY' send -c tank/a@s1 | '$FERRY' dump - >'$T/c.dump'"
+is "$rc:$(grep -c '^HINT' "$T/c.dump")" "0:0" "send -c into a pipe: no estimate (no extra pass over the data)"
+onpty "'$FERRY' send -c tank/a@s1 >'$T/c.stream'"
+is "$(hint_size "$T/c.stream")" "$(size_of "$T/c.stream")" \
+	"send -c to a file, which counts for its own line anyway: the estimate is in"
 
 # ---- a stream without a HINT: an old golden vector ------------------------------
 onpty "'$FERRY' recv vp/v <'$V/full.stream'"
