@@ -85,6 +85,9 @@ struct cli_meter {
 };
 void cli_meter_start(struct cli_meter *m, const char *what, uint64_t total, int quiet);
 void cli_meter_update(struct cli_meter *m, uint64_t bytes, uint64_t files);
+/* Sets (or corrects) the total once it is known: recv learns it from the
+ * stream's HINT, and at the end from the bytes it read. */
+void cli_meter_total(struct cli_meter *m, uint64_t total);
 /* Erases the line before other output to the terminal; the next update
  * draws it again. */
 void cli_meter_clear(struct cli_meter *m);

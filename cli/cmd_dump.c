@@ -14,7 +14,7 @@
 #include "cli.h"
 
 #define DUMP_USAGE "usage: ferry dump [-v] [FILE]"
-#define NTYPES 9
+#define NTYPES 10
 
 struct dump {
 	int verbose;
@@ -184,6 +184,13 @@ static void dump_record(struct dump *st, const struct stream_record *rec)
 		break;
 	case STREAM_DATASET:
 		dump_dataset(rec);
+		break;
+	case STREAM_HINT:
+		printf("HINT record %" PRIu64 "\n\tsize = %" PRIu64 "%s\n\ttried = %s\n", rec->index,
+		       rec->hint.size, rec->hint.size ? "" : " (unknown)",
+		       rec->hint.tried_codec ? stream_codec_name(rec->hint.tried_codec,
+								 rec->hint.tried_level, cn, sizeof(cn))
+					     : "none");
 		break;
 	case STREAM_PACKAGE_END:
 		printf("PACKAGE_END record %" PRIu64 "\n\tcount = %" PRIu64 "\n\tsubstreams = %"

@@ -38,10 +38,12 @@ static void done_cb(void *arg, const char *snapshot, const struct recv_stats *st
 		json_object_set_new(o, "blocks_recompressed", cli_json_u64(st->blocks_recompressed));
 		json_object_set_new(o, "blocks_present", cli_json_u64(st->blocks_present));
 		json_object_set_new(o, "blocks_byref", cli_json_u64(st->blocks_byref));
+		json_object_set_new(o, "blocks_tried", cli_json_u64(st->blocks_tried));
 		json_object_set_new(o, "lbytes_logical", cli_json_u64(st->lbytes_logical));
 		json_object_set_new(o, "lbytes_kept", cli_json_u64(st->lbytes_kept));
 		json_object_set_new(o, "lbytes_recompressed", cli_json_u64(st->lbytes_recompressed));
 		json_object_set_new(o, "lbytes_present", cli_json_u64(st->lbytes_present));
+		json_object_set_new(o, "lbytes_tried", cli_json_u64(st->lbytes_tried));
 		json_object_set_new(o, "props_received", cli_json_u64(st->props_received));
 		json_object_set_new(o, "props_skipped", cli_json_u64(st->props_skipped));
 		json_object_set_new(ui->snaps, snapshot, o);
@@ -58,13 +60,14 @@ static void done_cb(void *arg, const char *snapshot, const struct recv_stats *st
 	printf("%s %s: %s stream in %.2f seconds (%s/sec), %s written\n",
 	       ui->dry ? "would receive" : "received", snapshot, in, secs, rate, wr);
 	printf("  blocks: %" PRIu64 " logical compressed, %" PRIu64 " kept, %" PRIu64
-	       " recompressed, %" PRIu64 " already present, %" PRIu64 " by reference; %" PRIu64
-	       " nodes\n",
+	       " recompressed, %" PRIu64 " already present, %" PRIu64 " by reference, %" PRIu64
+	       " raw as tried by the sender; %" PRIu64 " nodes\n",
 	       st->blocks_logical, st->blocks_kept, st->blocks_recompressed, st->blocks_present,
-	       st->blocks_byref, st->nodes);
+	       st->blocks_byref, st->blocks_tried, st->nodes);
 	printf("  bytes: %" PRIu64 " logical compressed, %" PRIu64 " kept, %" PRIu64
-	       " recompressed, %" PRIu64 " already present\n",
-	       st->lbytes_logical, st->lbytes_kept, st->lbytes_recompressed, st->lbytes_present);
+	       " recompressed, %" PRIu64 " already present, %" PRIu64 " raw as tried by the sender\n",
+	       st->lbytes_logical, st->lbytes_kept, st->lbytes_recompressed, st->lbytes_present,
+	       st->lbytes_tried);
 	if (st->props_received || st->props_skipped)
 		printf("  properties: %" PRIu64 " received, %" PRIu64 " skipped\n",
 		       st->props_received, st->props_skipped);
@@ -205,6 +208,13 @@ static void begin_cb(void *arg, const char *source, const char *dest, int increm
 	fflush(stdout);
 }
 
+/* The stream's own estimate of its size (its HINT): the line's total. */
+static void estimate_cb(void *arg, uint64_t bytes)
+{
+	struct recv_ui *ui = arg;
+	cli_meter_total(&ui->meter, bytes);
+}
+
 /* The progress line's source: the bytes recv reads, counted on their way. */
 struct recv_counted {
 	struct stream_source base;
@@ -246,14 +256,18 @@ static int recv_into(struct store_pool *p, struct recv_args *a)
 	a->o.skipped = skipped_cb;
 	a->o.arg = &a->ui;
 	a->o.begin = begin_cb;
+	a->o.estimate = estimate_cb;
 	struct recv_counted cs;
 	memset(&cs, 0, sizeof cs);
 	cs.base.read = counted_read;
 	cs.in = &src.base;
 	cs.meter = &a->ui.meter;
-	/* the progress line: bytes and rate (a stream says not how long it is) */
+	/* the progress line: bytes and rate, and of how many once the stream's
+	 * HINT says (estimate_cb) */
 	cli_meter_start(&a->ui.meter, a->target, 0, a->ui.quiet || a->ui.snaps);
 	r = recv_run(p, a->target, a->ui.meter.on ? &cs.base : &src.base, &a->o, &st);
+	if (r == 0 && a->ui.meter.p.total)
+		cli_meter_total(&a->ui.meter, st.bytes); /* whole: the truth ends the line */
 	cli_meter_end(&a->ui.meter);
 	if (r < 0)
 		return cli_fail(r, "cannot receive into '%s'", a->target);

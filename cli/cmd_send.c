@@ -205,14 +205,26 @@ static int send_cmd(int argc, char **argv, struct send_ui *uip)
 	/* The progress line: on a terminal, without -v's own lines, and not
 	 * into a pipe: in send | recv the receiver draws it, once. */
 	struct stat so;
-	int draw = !ui.quiet && !ui.verbose && !ui.dry && isatty(2) &&
-		   !(fstat(1, &so) == 0 && S_ISFIFO(so.st_mode));
-	if (draw) {
+	int tty = !ui.quiet && isatty(2);
+	int draw = tty && !ui.verbose && !ui.dry && !(fstat(1, &so) == 0 && S_ISFIFO(so.st_mode));
+	/* Someone watches: the stream carries its size (a dry run's count, as
+	 * -n's) so that the receiver's line has a percentage and an ETA. The
+	 * dry runs count the HINT too, so -n on a terminal says what a send
+	 * from it carries. Not with -q, nor for nobody (cron), as it costs a
+	 * walk of the stream first; and into a pipe, where no dry run is made
+	 * anyway, only when that walk reads no block (-c reads and checks
+	 * every block, --compress compresses it: twice the send's own work
+	 * before the receiver sees a byte). */
+	int cheap = !(o.flags & (SEND_COMPRESSED | SEND_RECOMPRESS));
+	if (tty && (draw || ui.verbose || ui.dry || cheap))
+		o.flags |= SEND_ESTIMATE;
+	if ((o.flags & SEND_ESTIMATE) && !ui.verbose && !ui.dry) { /* -v's dry run counts it */
 		struct send_opts est = o;
 		est.flags |= SEND_DRYRUN;
 		if ((r = send_run(p, o.token ? NULL : name, &est, &sink.base, &st)) < 0)
 			goto out;
-		cli_meter_start(&ui.meter, name, st.bytes, 0);
+		if (draw)
+			cli_meter_start(&ui.meter, name, st.bytes, 0);
 	}
 	if (ui.verbose) {
 		/* zfs send -v: the estimate first (a dry run's exact count),
@@ -236,6 +248,7 @@ static int send_cmd(int argc, char **argv, struct send_ui *uip)
 	if (!ui.dry) {
 		o.substream = substream_cb;
 		o.progress = progress_cb;
+		o.estimate = st.bytes; /* with SEND_ESTIMATE: a dry run's just above */
 		memset(&st, 0, sizeof st);
 		r = send_run(p, o.token ? NULL : name, &o, &sink.base, &st);
 		cli_meter_update(&ui.meter, st.bytes, 0);

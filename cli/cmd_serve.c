@@ -540,13 +540,14 @@ struct recv_report {
 static void recv_done(void *arg, const char *snapshot, const struct recv_stats *st)
 {
 	struct recv_report *rp = arg;
-	json_t *blocks = json_pack("{s:o,s:o,s:o,s:o,s:o}", "logical", u64s(st->blocks_logical),
+	json_t *blocks = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "logical", u64s(st->blocks_logical),
 				   "kept", u64s(st->blocks_kept), "recompressed",
 				   u64s(st->blocks_recompressed), "present", u64s(st->blocks_present),
-				   "byref", u64s(st->blocks_byref));
-	json_t *lbytes = json_pack("{s:o,s:o,s:o,s:o}", "logical", u64s(st->lbytes_logical), "kept",
-				   u64s(st->lbytes_kept), "recompressed",
-				   u64s(st->lbytes_recompressed), "present", u64s(st->lbytes_present));
+				   "byref", u64s(st->blocks_byref), "tried", u64s(st->blocks_tried));
+	json_t *lbytes = json_pack("{s:o,s:o,s:o,s:o,s:o}", "logical", u64s(st->lbytes_logical),
+				   "kept", u64s(st->lbytes_kept), "recompressed",
+				   u64s(st->lbytes_recompressed), "present", u64s(st->lbytes_present),
+				   "tried", u64s(st->lbytes_tried));
 	json_array_append_new(rp->arr, json_pack("{s:s,s:o,s:o,s:o,s:o,s:o}", "snapshot", snapshot,
 						 "bytes", u64s(st->bytes), "nodes", u64s(st->nodes),
 						 "blocks", blocks, "lbytes", lbytes, "written",

@@ -463,9 +463,11 @@ static void report_print(struct sender *sd, json_t *rep)
 #define JS(o, k) (json_string_value(json_object_get((o), (k))) ? json_string_value(json_object_get((o), (k))) : "?")
 		printf("received %s: %s stream bytes, %s written\n", JS(v, "snapshot"), JS(v, "bytes"),
 		       JS(v, "written"));
+		/* a server from before "tried" says "?" there */
 		printf("  blocks: %s logical compressed, %s kept, %s recompressed, %s already present, "
-		       "%s by reference; %s nodes\n", JS(b, "logical"), JS(b, "kept"),
-		       JS(b, "recompressed"), JS(b, "present"), JS(b, "byref"), JS(v, "nodes"));
+		       "%s by reference, %s raw as tried by the sender; %s nodes\n", JS(b, "logical"),
+		       JS(b, "kept"), JS(b, "recompressed"), JS(b, "present"), JS(b, "byref"),
+		       JS(b, "tried"), JS(v, "nodes"));
 #undef JS
 	}
 	fflush(stdout);

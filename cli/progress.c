@@ -37,6 +37,11 @@ void cli_meter_update(struct cli_meter *m, uint64_t bytes, uint64_t files)
 	draw(m);
 }
 
+void cli_meter_total(struct cli_meter *m, uint64_t total)
+{
+	m->p.total = total;
+}
+
 void cli_meter_clear(struct cli_meter *m)
 {
 	if (m->on && m->drawn) {

@@ -231,7 +231,8 @@ int io_mkdirs(const char *path, mode_t mode) FERRY_WUR;
  * time left. Draws nothing itself. */
 struct progress {
 	char what[128];
-	uint64_t total;             /* bytes; 0: unknown (no percentage, no ETA) */
+	uint64_t total;             /* bytes; 0: unknown (no percentage, no ETA); may be
+				     * an estimate, wrong either way: the line clamps */
 	uint64_t bytes, files;
 	uint64_t t0, now;
 	uint64_t win_t0, win_t, win_bytes0, win_bytes1;
@@ -240,7 +241,9 @@ void progress_init(struct progress *p, const char *what, uint64_t total_bytes, u
 void progress_update(struct progress *p, uint64_t bytes, uint64_t files, uint64_t now_ns);
 /* Writes the line (no newline) into buf of n bytes (n > 0); returns its
  * length: "tank/a@s1: 1.2G of 4.0G (30%), 8100 files, 95M/s, ETA 30s", or
- * without a total "bk/a: 1.2G, 95M/s". */
+ * without a total "bk/a: 1.2G, 95M/s". A total below the bytes done shows
+ * as the bytes done (100 %, never more); a time left beyond 99 hours as
+ * ">99h", whatever the total (an estimate from a stream is untrusted). */
 size_t progress_format(const struct progress *p, char *buf, size_t n);
 
 /* ---- misc ---------------------------------------------------------------- */

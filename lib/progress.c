@@ -29,9 +29,18 @@ void progress_update(struct progress *p, uint64_t bytes, uint64_t files, uint64_
 	p->now = now_ns;
 }
 
-/* "1h02m", "3m05s", "42s" */
-static void fmt_secs(uint64_t s, char *buf, size_t n)
+/* "1h02m", "3m05s", "42s"; ">99h" beyond */
+#define ETA_MAX (100.0 * 3600)
+
+static void fmt_secs(double secs, char *buf, size_t n)
 {
+	/* compared as a double: a huge total over a slow rate would not fit
+	 * the integer it is converted to */
+	if (!(secs < ETA_MAX)) {
+		snprintf(buf, n, ">99h");
+		return;
+	}
+	uint64_t s = (uint64_t)secs;
 	if (s >= 3600)
 		snprintf(buf, n, "%uh%02um", (unsigned)(s / 3600), (unsigned)(s / 60 % 60));
 	else if (s >= 60)
@@ -55,10 +64,13 @@ size_t progress_format(const struct progress *p, char *buf, size_t n)
 		int k = snprintf(buf, n, "%s: %s%s, %s/s", p->what, done, files, rate);
 		return k < 0 ? 0 : (size_t)k < n ? (size_t)k : n - 1;
 	}
-	format_nicenum(p->total, total, sizeof total, 1);
+	/* an estimate passed: what is done is the best total known */
+	format_nicenum(p->bytes > p->total ? p->bytes : p->total, total, sizeof total, 1);
 	unsigned pct = p->bytes >= p->total ? 100 : (unsigned)(p->bytes * 100.0 / (double)p->total);
+	if (pct > 100)
+		pct = 100;
 	if (bps > 0 && p->bytes < p->total)
-		fmt_secs((uint64_t)((double)(p->total - p->bytes) / bps), eta, sizeof eta);
+		fmt_secs((double)(p->total - p->bytes) / bps, eta, sizeof eta);
 	else
 		snprintf(eta, sizeof eta, p->bytes >= p->total ? "0s" : "--");
 	int k = snprintf(buf, n, "%s: %s of %s (%u%%)%s, %s/s, ETA %s", p->what, done, total, pct,

@@ -14,7 +14,7 @@ static int job_run(void *job, void *ctx)
 {
 	struct rjob *j = job;
 	struct store_block_in in = {.codec = j->in, .payload = j->data, .psize = j->psize,
-				    .lsize = j->lsize, .hash = j->hash};
+				    .lsize = j->lsize, .hash = j->hash, .tried = j->tried};
 	struct store_block_bufs b = {j->s1, j->cap, j->s2, j->cap};
 	return store_block_rule(&in, j->c, STORE_ZERO_ENCODE, &b, &j->blk);
 }
@@ -37,6 +37,10 @@ static int job_done(void *job, int res, void *ctx)
 	case STORE_BLOCK_RECODE:
 		r->st.blocks_recompressed++;
 		r->st.lbytes_recompressed += j->lsize;
+		break;
+	case STORE_BLOCK_TRIED:
+		r->st.blocks_tried++;
+		r->st.lbytes_tried += j->lsize;
 		break;
 	default:
 		r->st.blocks_logical++;
@@ -69,7 +73,8 @@ int recv_blocks_init(struct rcv *r)
 	return pipeline_new(&r->pl, threads, threads * 4, sizeof(struct rjob), &job_ops, r);
 }
 
-int recv_block_submit(struct rcv *r, const struct stream_write *w, struct codec_spec c)
+int recv_block_submit(struct rcv *r, const struct stream_write *w, struct codec_spec c,
+		      int tried)
 {
 	void *jv;
 	int rc;
@@ -81,6 +86,7 @@ int recv_block_submit(struct rcv *r, const struct stream_write *w, struct codec_
 	j->psize = w->psize;
 	j->in = (struct codec_spec){w->codec, w->level};
 	j->c = c;
+	j->tried = tried && w->codec == STREAM_CODEC_OFF;
 	if (w->psize > STREAM_BLOCK_MAX || w->lsize > STREAM_BLOCK_MAX || w->psize > w->lsize)
 		return ferry_err(FERR_LIMIT, "block of %u bytes", w->lsize);
 	size_t need = codec_bound(w->lsize);

@@ -219,8 +219,13 @@ static int body_block(struct rcv *r, struct sub *s, const struct stream_record *
 			r->st.lbytes_present += ls;
 			if ((rc = store_writer_ref(r->w, h)) < 0)
 				return rc;
-		} else if ((rc = recv_block_submit(r, &rec->write, s->c)) < 0) {
-			return rc;
+		} else {
+			/* the sender tried exactly this dataset's codec on its raw
+			 * blocks: trying again would cost the same and fail the same */
+			int tried = rec->write.codec == STREAM_CODEC_OFF &&
+				    r->tried.id != CODEC_OFF && codec_equal(r->tried, s->c);
+			if ((rc = recv_block_submit(r, &rec->write, s->c, tried)) < 0)
+				return rc;
 		}
 	}
 	if ((rc = store_hset_add(r->objs, key, sizeof key, (int)ls)) < 0 ||
@@ -229,6 +234,14 @@ static int body_block(struct rcv *r, struct sub *s, const struct stream_record *
 	r->objs_n++;
 	r->last_seq = rec->seq;
 	return 0;
+}
+
+void recv_hint(struct rcv *r, const struct stream_hint *h)
+{
+	/* the decoder checked the pair: a valid codec, or 0/0 */
+	r->tried = (struct codec_spec){h->tried_codec, h->tried_level};
+	if (h->size && r->o->estimate)
+		r->o->estimate(r->o->arg, h->size);
 }
 
 /* The records between BEGIN and END. */
@@ -244,7 +257,9 @@ int recv_sub_body(struct rcv *r, struct sub *s)
 			return rc;
 		if (rec.type == STREAM_END)
 			return 0;
-		if (rec.type == STREAM_NODE)
+		if (rec.type == STREAM_HINT)
+			recv_hint(r, &rec.hint); /* record 1 of a single stream */
+		else if (rec.type == STREAM_NODE)
 			rc = body_node(r, s, &rec);
 		else if (rec.type == STREAM_WRITE || rec.type == STREAM_WRITE_BYREF)
 			rc = body_block(r, s, &rec);

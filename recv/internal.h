@@ -23,6 +23,7 @@ struct rjob {
 	uint8_t hash[FERRY_HASH_LEN];
 	uint32_t lsize, psize;
 	struct codec_spec in, c;
+	int tried;                  /* logical, tried with c by the sender: stored raw */
 	uint8_t *data, *s1, *s2;
 	size_t cap;
 	struct store_block blk;
@@ -59,6 +60,8 @@ struct rcv {
 	struct recv_stats st, tot;
 	uint64_t objs_n, reached, last_seq;
 	uint64_t sub_start;         /* decoder bytes before this substream's BEGIN */
+	struct codec_spec tried;    /* the stream's HINT: codec-off WRITEs were tried
+				     * with this (id CODEC_OFF: no claim) */
 	int dryrun;
 	/* package */
 	int in_pkg;
@@ -113,6 +116,9 @@ int recv_sub_plan(struct rcv *r, struct sub *s) FERRY_WUR;
 int recv_sub_resume(struct rcv *r, struct sub *s) FERRY_WUR;
 
 /* ---- body.c ---- */
+/* The stream's HINT (record 1): its estimate to o->estimate, its tried
+ * codec kept for the blocks. */
+void recv_hint(struct rcv *r, const struct stream_hint *h);
 void recv_key(uint8_t *key, char kind, const uint8_t *hash);
 /* code with "what <first 16 hex digits of hash>". */
 int recv_hash_err(int code, const char *what, const uint8_t *hash);
@@ -127,8 +133,10 @@ int recv_sub_skip(struct rcv *r) FERRY_WUR;
 
 /* ---- blocks.c ---- */
 int recv_blocks_init(struct rcv *r) FERRY_WUR;
-/* Queues WRITE w for the storage rule under codec c. */
-int recv_block_submit(struct rcv *r, const struct stream_write *w, struct codec_spec c) FERRY_WUR;
+/* Queues WRITE w for the storage rule under codec c; tried: w is logical
+ * content the sender tried with exactly c (stored raw, hash checked). */
+int recv_block_submit(struct rcv *r, const struct stream_write *w, struct codec_spec c,
+		      int tried) FERRY_WUR;
 /* Every queued block stored (or the first failure, which stays). */
 int recv_blocks_drain(struct rcv *r) FERRY_WUR;
 

@@ -241,14 +241,19 @@ int recv_package(struct rcv *r, const struct stream_package *pk)
 	if ((rc = recv_map_name(r, r->pkg_top, r->top_local, sizeof r->top_local)) < 0)
 		return rc;
 	uint32_t nds = pk->ndatasets;
-	for (uint32_t i = 0; i < nds; i++) {
+	for (uint32_t i = 0; i < nds;) {
 		if ((rc = stream_decoder_pull(r->dec, r->in, &rec)) <= 0)
 			return rc == 0 ? ferry_err(FERR_TRUNCATED, "the package ended early") : rc;
+		if (rec.type == STREAM_HINT) { /* the decoder allows it as record 1 only */
+			recv_hint(r, &rec.hint);
+			continue;
+		}
 		if (rec.type != STREAM_DATASET)
 			return ferry_err(FERR_CORRUPT, "expected DATASET, got %s",
 					 stream_type_name(rec.type));
 		if ((rc = recv_pkg_add(r, &rec.dataset)) < 0)
 			return rc;
+		i++;
 	}
 	for (;;) {
 		r->sub_start = stream_decoder_bytes(r->dec);

@@ -49,7 +49,10 @@ struct recv_stats {
 	uint64_t blocks_recompressed; /* encoded otherwise: decoded and re-encoded */
 	uint64_t blocks_present;      /* the pool had them under C already */
 	uint64_t blocks_byref;
+	uint64_t blocks_tried;        /* logical, but tried with C by the sender (the
+				       * stream's HINT): stored raw, not compressed again */
 	uint64_t lbytes_logical, lbytes_kept, lbytes_recompressed, lbytes_present;
+	uint64_t lbytes_tried;
 	uint64_t pbytes_in;           /* WRITE payload bytes */
 	uint64_t pbytes_written;      /* block bytes written to packs */
 	uint64_t props_received, props_skipped;
@@ -79,6 +82,11 @@ struct recv_opts {
 	 * snapshot it lands in, incremental 1 when it has a base (recv -v's
 	 * "receiving full stream of X into Y"). May be NULL. */
 	void (*begin)(void *arg, const char *source, const char *dest, int incremental);
+	/* Called once, before the first substream's body, when the stream's
+	 * HINT carries the sender's estimate of the whole stream's bytes (the
+	 * figure stream_decoder_bytes reaches at the end, if it was right):
+	 * any value, to be clamped, for progress only. May be NULL. */
+	void (*estimate)(void *arg, uint64_t bytes);
 	void *arg;
 };
 

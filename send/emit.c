@@ -51,6 +51,29 @@ int send_counted(struct snd *s, uint64_t size)
 	return send_flush(s, 0);
 }
 
+int send_emit_hint(struct snd *s)
+{
+	struct stream_hint h;
+	int r;
+	memset(&h, 0, sizeof h);
+	if (s->o->flags & SEND_ESTIMATE)
+		h.size = s->o->estimate;
+	/* --compress: a block goes raw only when the storage rule, run here
+	 * with exactly this codec, found it would not save 12.5 % (zero
+	 * blocks are encoded, kept ones are this codec already), so every raw
+	 * WRITE has been tried with it, and a receiver with the same codec
+	 * need not try again */
+	if ((s->o->flags & SEND_RECOMPRESS) && s->o->codec.id != CODEC_OFF) {
+		h.tried_codec = (uint8_t)s->o->codec.id;
+		h.tried_level = (uint8_t)s->o->codec.level;
+	}
+	if (!(s->o->flags & SEND_ESTIMATE) && !h.tried_codec)
+		return 0;
+	if (s->enc && (r = stream_encode_hint(s->enc, &h, &s->out)) < 0)
+		return r;
+	return send_counted(s, stream_size_hint());
+}
+
 /* 1 when body record number seq+1 is to be written (not before a resume
  * position); advances seq. */
 static int body_next(struct snd *s)

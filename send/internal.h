@@ -66,6 +66,9 @@ struct slist {
 /* Reports progress now and then and (unless dry running) writes what is
  * buffered once it is big, or now with force. */
 int send_flush(struct snd *s, int force) FERRY_WUR;
+/* Right after the stream's first record: its HINT, if it has anything
+ * to say (SEND_ESTIMATE, or --compress's codec). */
+int send_emit_hint(struct snd *s) FERRY_WUR;
 /* Accounts one record of size bytes (a stream_size_* figure). */
 int send_counted(struct snd *s, uint64_t size) FERRY_WUR;
 /* 1 when node hash is in the base (first pass) or sent already, else 0. */

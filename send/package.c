@@ -216,7 +216,7 @@ int send_package(struct snd *s, const struct store_ds *top, const char *to_snap)
 	for (size_t i = 0; i < k.nds; i++)
 		pk.ndatasets += k.pd[i].listed;
 	if ((s->enc && (r = stream_encode_package(s->enc, &pk, &s->out)) < 0) ||
-	    (r = send_counted(s, stream_size_package(&pk))) < 0)
+	    (r = send_counted(s, stream_size_package(&pk))) < 0 || (r = send_emit_hint(s)) < 0)
 		goto out;
 	for (size_t i = 0; i < k.nds; i++)
 		if (k.pd[i].listed && (r = pkg_dataset(s, &k.pd[i])) < 0)

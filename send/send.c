@@ -132,6 +132,8 @@ int send_substream(struct snd *s, const struct store_snap *to, const struct stor
 		return r;
 	if ((r = send_counted(s, stream_size_begin(&b))) < 0)
 		return r;
+	if (s->st.records == 1 && (r = send_emit_hint(s)) < 0) /* a single stream's */
+		return r;
 	if ((r = store_hset_new(s->p, 1, &s->sent)) < 0)
 		return r;
 	s->seq = 0;

@@ -22,6 +22,7 @@ enum send_flags {
 	SEND_INTERMEDIATE = 1 << 3, /* -I: every snapshot between base and target */
 	SEND_RECOMPRESS = 1 << 4,   /* --compress=CODEC: opts.codec on the sender */
 	SEND_DRYRUN = 1 << 5,       /* -n: count bytes, write nothing */
+	SEND_ESTIMATE = 1 << 6,     /* the stream's HINT carries opts.estimate */
 };
 
 struct send_progress {
@@ -35,6 +36,10 @@ struct send_opts {
 	struct codec_spec codec;      /* with SEND_RECOMPRESS */
 	const char *from;             /* -i/-I base: "snap", "@snap" or "ds@snap"; NULL: full */
 	const char *token;            /* -t: resume token (then snapshot is NULL) */
+	/* With SEND_ESTIMATE: the stream's size as a dry run with the same
+	 * options (SEND_ESTIMATE included, so that it counts the HINT) found
+	 * it, for the receiver's progress line. */
+	uint64_t estimate;
 	/* Called once per substream before it starts (kind "full" or
 	 * "incremental", from is "" for full) with its size when dry running
 	 * (else 0), and now and then with progress. Both may be NULL. */
@@ -53,7 +58,10 @@ struct send_stats {
 };
 
 /* Writes the stream of snapshot snap ("pool/ds@name") of pool p to out, as
- * o says (o->token instead resumes: snap is then ignored). With
+ * o says (o->token instead resumes: snap is then ignored). The stream has
+ * a HINT (docs/ferry-stream.5) with SEND_ESTIMATE, and with
+ * SEND_RECOMPRESS to a codec other than off, which every raw block it
+ * carries was then tried with. With
  * SEND_DRYRUN nothing is written to out and st->bytes is the exact size.
  * Returns 0 or a negative FERR_* with a detail naming what failed. st may
  * be NULL. out's error is checked: a write failure ends the send. */

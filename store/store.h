@@ -452,6 +452,9 @@ int node_root_decode(const uint8_t *buf, size_t len, int *kind, struct node_entr
  *     decodes (strictly) to its hash;
  *   - a payload encoded otherwise is decoded, checked, and encoded as
  *     logical content is;
+ *   - logical content marked tried (a sender encoded it with exactly C
+ *     and it did not save 12.5 %: a stream's HINT says so) is checked and
+ *     stored raw, without encoding it again;
  *   - an all-zero block: see enum store_block_zero.
  * Thread-safe, touches no pool. */
 enum store_block_zero {
@@ -473,6 +476,7 @@ enum store_block_how {
 	STORE_BLOCK_ENCODE, /* logical content encoded with C, or raw */
 	STORE_BLOCK_KEEP,   /* the payload, encoded as C, kept as it came */
 	STORE_BLOCK_RECODE, /* the payload, encoded otherwise, decoded and encoded with C, or raw */
+	STORE_BLOCK_TRIED,  /* logical content the sender tried with C: stored raw, untried */
 };
 /* A block on its way in: its logical content (codec off), or a payload
  * encoded with codec. */
@@ -484,6 +488,11 @@ struct store_block_in {
 	int checked;                    /* hash is known to be the content's: not checked again */
 	const void *content;            /* an encoded payload's content, when the caller
 					 * has it decoded and checked; else NULL */
+	int tried;                      /* logical content only: the caller knows it was
+					 * encoded with exactly the target codec and did
+					 * not save 12.5 %, so it is stored raw (after the
+					 * hash check) without trying again; the cost of a
+					 * false claim is space, never a wrong block */
 };
 /* Scratch for the rule: dec holds an encoded payload's content (lsize
  * bytes; unused for logical content or with in->content), enc the encoded

@@ -213,6 +213,7 @@ static uint16_t version_of(const struct stream_encoder *e, uint16_t v)
 #define DATASET_FIXED 24u    /* guid .. reserved */
 #define DSSNAP_FIXED 25u     /* guid, txg, creation, name length */
 #define PACKAGE_END_FIXED 48u
+#define HINT_FIXED 16u       /* size, tried codec and level, 0 */
 
 static uint64_t rec_size(uint64_t payload)
 {
@@ -271,6 +272,11 @@ uint64_t stream_size_dataset(const struct stream_dataset *d)
 uint64_t stream_size_package_end(void)
 {
 	return rec_size(PACKAGE_END_FIXED);
+}
+
+uint64_t stream_size_hint(void)
+{
+	return rec_size(HINT_FIXED);
 }
 
 /* What a checked encoder wrote since at must be the size its record's
@@ -504,6 +510,25 @@ out:
 	return r;
 }
 
+int stream_encode_hint(struct stream_encoder *e, const struct stream_hint *h, struct fbuf *out)
+{
+	static const uint8_t zero[6];
+	size_t at = out->len;
+	int r;
+
+	if ((r = start(out, &at)) < 0 || (r = fbuf_put_le64(out, h->size)) < 0 ||
+	    (r = fbuf_putc(out, h->tried_codec)) < 0 || (r = fbuf_putc(out, h->tried_level)) < 0 ||
+	    (r = fbuf_append(out, zero, sizeof(zero))) < 0)
+		goto out;
+	if ((r = finish(e, STREAM_HINT, STREAM_RF_SKIPPABLE, out, at)) < 0)
+		return r;
+	size_check(e, out, at, stream_size_hint());
+	return 0;
+out:
+	rollback(out, at);
+	return r;
+}
+
 int stream_encode_record(struct stream_encoder *e, const struct stream_record *rec,
 			 struct fbuf *out)
 {
@@ -524,6 +549,8 @@ int stream_encode_record(struct stream_encoder *e, const struct stream_record *r
 		return stream_encode_dataset(e, &rec->dataset, out);
 	case STREAM_PACKAGE_END:
 		return stream_encode_package_end(e, out);
+	case STREAM_HINT:
+		return stream_encode_hint(e, &rec->hint, out);
 	}
 	return ferry_err(FERR_INVAL, "record %" PRIu64 ": cannot encode record type %u",
 			 e->index, (unsigned)rec->type);

@@ -19,6 +19,7 @@ static const char *const type_names[] = {
 	[STREAM_PACKAGE] = "PACKAGE",
 	[STREAM_DATASET] = "DATASET",
 	[STREAM_PACKAGE_END] = "PACKAGE_END",
+	[STREAM_HINT] = "HINT",
 };
 #define NTYPES (sizeof(type_names) / sizeof(type_names[0]))
 
@@ -34,7 +35,15 @@ static const struct {
 	[STREAM_PACKAGE] = {PACKAGE_FIXED + 2, PACKAGE_MAX},
 	[STREAM_DATASET] = {DATASET_FIXED + 1, DATASET_MAX},
 	[STREAM_PACKAGE_END] = {PKGEND_LEN, PKGEND_LEN},
+	[STREAM_HINT] = {HINT_LEN, HINT_LEN},
 };
+
+/* The known types that always carry SKIPPABLE, so that readers from
+ * before them skip them (the others never carry it). */
+static int type_skippable(unsigned t)
+{
+	return t == STREAM_HINT;
+}
 
 static int type_known(unsigned t)
 {
@@ -189,7 +198,10 @@ int stream_check_header(const struct vctx *c, uint16_t type, uint16_t flags, uin
 		*skip = 1;
 		return 0;
 	}
-	if (flags & STREAM_RF_SKIPPABLE)
+	if (type_skippable(type) && !(flags & STREAM_RF_SKIPPABLE))
+		return vfail(c, 0, "header flag SKIPPABLE missing (a %s always has it)",
+			     type_names[type]);
+	if (!type_skippable(type) && (flags & STREAM_RF_SKIPPABLE))
 		return vfail(c, 0, "header flag SKIPPABLE set on a known type");
 	if (len > limits[type].max)
 		return vfail(c, FERR_LIMIT, "payload length %" PRIu32 " exceeds maximum %" PRIu32,
@@ -249,11 +261,24 @@ static void open_sub(struct stream_grammar *g, const struct vctx *c, const struc
 	g->state = G_BODY;
 }
 
+/* A HINT is record 1, after the first record (BEGIN or PACKAGE), or
+ * nowhere. */
+static int step_hint(const struct vctx *c)
+{
+	if (c->index != 1)
+		return vfail(c, 0, "a HINT is only allowed as record 1, right after the first "
+			     "BEGIN or PACKAGE");
+	return 0;
+}
+
 static int step_body(struct stream_grammar *g, const struct vctx *c, struct stream_record *rec)
 {
 	char cn[16];
 
 	switch (rec->type) {
+	case STREAM_HINT:
+		/* index 1 in a body is right after the stream's own BEGIN */
+		return step_hint(c);
 	case STREAM_WRITE:
 		if (rec->write.codec != STREAM_CODEC_OFF && !(g->flags & STREAM_F_COMPRESSED))
 			return vfail(c, 0, "codec %s without the COMPRESSED stream flag",
@@ -313,6 +338,8 @@ int stream_grammar_step(struct stream_grammar *g, const struct vctx *c,
 		}
 		return vfail(c, 0, "expected BEGIN or PACKAGE first");
 	case G_DATASETS:
+		if (rec->type == STREAM_HINT)
+			return step_hint(c);
 		if (rec->type != STREAM_DATASET)
 			return vfail(c, 0, "expected DATASET %" PRIu32 " of %" PRIu32,
 				     g->pkg_seen + 1, g->pkg_ndatasets);

@@ -20,6 +20,7 @@
 #define DATASET_FIXED 24u
 #define DATASET_MAX (4u << 20)
 #define PKGEND_LEN 48u
+#define HINT_LEN 16u
 #define PROP_FIXED 4u
 #define SNAP_FIXED 25u
 /* Parsed copy of a BEGIN or DATASET: arrays, sort index and strings. */

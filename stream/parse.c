@@ -559,6 +559,25 @@ static int parse_dataset(const struct vctx *c, const uint8_t *p, size_t len, str
 	return 0;
 }
 
+static int parse_hint(const struct vctx *c, const uint8_t *p, struct stream_hint *h)
+{
+	char cn[16];
+	int r;
+
+	h->size = get_le64(p);
+	h->tried_codec = p[8];
+	h->tried_level = p[9];
+	if ((r = reserved_zero(c, p, 10, 6)) < 0)
+		return r;
+	/* 0/0 is "nothing tried"; off is not a codec anything is tried with */
+	if (h->tried_codec == STREAM_CODEC_OFF ? h->tried_level != 0
+					       : !stream_codec_valid(h->tried_codec, h->tried_level))
+		return vfail(c, 0, "tried codec %u level %u unknown (%s)", (unsigned)h->tried_codec,
+			     (unsigned)h->tried_level,
+			     stream_codec_name(h->tried_codec, h->tried_level, cn, sizeof(cn)));
+	return 0;
+}
+
 int stream_parse(const struct vctx *c, const uint8_t *p, uint32_t len, int verify,
 		 struct fbuf *aux, struct stream_record *rec)
 {
@@ -587,6 +606,8 @@ int stream_parse(const struct vctx *c, const uint8_t *p, uint32_t len, int verif
 		rec->package_end.nsub = get_le64(p + 8);
 		memcpy(rec->package_end.digest, p + 16, FERRY_HASH_LEN);
 		return 0;
+	case STREAM_HINT:
+		return parse_hint(c, p, &rec->hint);
 	default:
 		return vfail(c, 0, "unknown record type %u", c->type);
 	}

@@ -56,6 +56,8 @@ enum stream_type {
 	STREAM_PACKAGE = 6,
 	STREAM_DATASET = 7,
 	STREAM_PACKAGE_END = 8,
+	/* always SKIPPABLE, and only as record 1 (docs/ferry-stream.5) */
+	STREAM_HINT = 9,
 };
 
 /* Record header flags. */
@@ -179,6 +181,14 @@ struct stream_dataset {
 	size_t nsnaps;
 };
 
+/* What a sender knows that may save a receiver work: never needed to
+ * receive the stream, so an older reader skips it. */
+struct stream_hint {
+	uint64_t size;       /* estimated bytes of the whole stream; 0 unknown; any value */
+	uint8_t tried_codec; /* 0, or the codec every codec-off WRITE was tried with */
+	uint8_t tried_level; /* its level (0 with tried_codec 0) */
+};
+
 struct stream_package_end {
 	uint64_t count; /* records before PACKAGE_END */
 	uint64_t nsub;  /* substreams */
@@ -203,6 +213,7 @@ struct stream_record {
 		struct stream_package package;
 		struct stream_dataset dataset;
 		struct stream_package_end package_end;
+		struct stream_hint hint;
 	};
 };
 
@@ -263,6 +274,11 @@ int stream_encode_package(struct stream_encoder *e, const struct stream_package 
 int stream_encode_dataset(struct stream_encoder *e, const struct stream_dataset *d,
 			  struct fbuf *out) FERRY_WUR;
 int stream_encode_package_end(struct stream_encoder *e, struct fbuf *out) FERRY_WUR;
+/* Writes a HINT: only as record 1, right after the BEGIN of a single
+ * stream or the PACKAGE of a package (-FERR_INVAL elsewhere). A tried
+ * codec is a valid (codec, level) pair other than off, or 0/0. */
+int stream_encode_hint(struct stream_encoder *e, const struct stream_hint *h,
+		       struct fbuf *out) FERRY_WUR;
 /* Writes any decoded record again (for NODE the hash is recomputed; for
  * END and PACKAGE_END the encoder's own count and digest are used). */
 int stream_encode_record(struct stream_encoder *e, const struct stream_record *rec,
@@ -282,6 +298,7 @@ uint64_t stream_size_end(void);
 uint64_t stream_size_package(const struct stream_package *p);
 uint64_t stream_size_dataset(const struct stream_dataset *d);
 uint64_t stream_size_package_end(void);
+uint64_t stream_size_hint(void);
 /* Records written so far, and the current chain value S(i-1) that the next
  * END would carry (for tools building records by hand). */
 uint64_t stream_encoder_records(const struct stream_encoder *e);

@@ -48,7 +48,8 @@ like "$(last_draw)" "^tank/a@s1: [0-9.]+M of [0-9.]+M \(100%\), [0-9.]+[KMG]?B?/
 
 onpty "'$FERRY' send tank/a@s1 | '$FERRY' recv bk/a"
 is "$rc:$(meter_lines)" "0:1" "send | recv on one terminal: exactly one status line"
-like "$(last_draw)" "^bk/a: [0-9.]+M, [0-9.]+[KMG]?B?/s$" "the receiver's (a stream says not how long it is)"
+like "$(last_draw)" '^bk/a: ([0-9.]+M) of \1 \(100%\), [0-9.]+[KMG]?B?/s, ETA 0s$' \
+	"the receiver's, with the total the sender's estimate in the stream gives (67-stream-estimate.t)"
 
 onpty "'$FERRY' send -q tank/a@s1 >'$T/stream2'; '$FERRY' restore -q tank/a@s1 '$TS/r2'"
 is "$rc:$(cat "$T/pty")" "0:" "-q: nothing drawn"

@@ -63,7 +63,7 @@ recv_ok() {
 	is "$rc:$(cat "$T/err")" "0:" "$_d"
 }
 
-for v in full compressed volume-props optional-feature skippable; do
+for v in full compressed volume-props optional-feature skippable hint; do
 	recv_ok "$v: received" "bk/$v" <"$V/$v.stream"
 	check "$v" "bk/$v"
 done
@@ -78,6 +78,9 @@ check full bk/inc
 ferry create bk/pkg
 recv_ok "package: received with -d" -d bk/pkg <"$V/package.stream"
 check package bk/pkg
+ferry create bk/pkgh
+recv_ok "package-hint: received with -d" -d bk/pkgh <"$V/package-hint.stream"
+check package-hint bk/pkgh
 is "$(ferry list -H -t snapshot -o name -r bk/pkg | tr '\n' ' ')" \
 	"bk/pkg/home@mon bk/pkg/home@tue bk/pkg/home/sub@tue " "package: exactly the snapshots it carries"
 
@@ -94,11 +97,12 @@ check resumed bk/res
 # after gc (which must keep all of it), every snapshot still restores so
 run ferry gc bk
 is "$rc:$(cat "$T/err")" "0:" "gc after the receives"
-for v in full compressed volume-props optional-feature skippable; do
+for v in full compressed volume-props optional-feature skippable hint; do
 	check "$v" "bk/$v"
 done
 check empty-incremental bk/inc
 check package bk/pkg
+check package-hint bk/pkgh
 check resumed bk/res
 
 # the volume is a volume of the image's size

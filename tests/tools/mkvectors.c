@@ -1504,6 +1504,165 @@ static void bad_vectors(void)
 	fbuf_release(&base);
 }
 
+/* ---- HINT (type 9): good and bad ------------------------------------------ */
+
+#define WRITE_FIXED_LEN 48 /* a WRITE payload's fields before its data */
+
+/* A HINT payload: size, tried codec and level, reserved zero. */
+static void hint_payload(uint8_t p[16], uint64_t size, uint8_t codec, uint8_t level)
+{
+	memset(p, 0, 16);
+	put_le64(p, size);
+	p[8] = codec;
+	p[9] = level;
+}
+
+/* Puts a record (payload p, borrowed) in x at position at, the rest moved up. */
+static void insert(struct recs *x, size_t at, uint16_t type, uint16_t flags, const uint8_t *p,
+		   uint32_t len)
+{
+	if (x->n == MAXREC)
+		die(-FERR_LIMIT, "too many records");
+	memmove(&x->r[at + 1], &x->r[at], (x->n - at) * sizeof(x->r[0]));
+	x->n++;
+	memset(&x->r[at], 0, sizeof(x->r[0]));
+	x->r[at].type = type;
+	x->r[at].flags = flags;
+	x->r[at].p = p;
+	x->r[at].len = len;
+}
+
+/* src with a HINT of tried codec/level as record 1 whose size estimate is
+ * the whole result's length (what send writes from a dry run's count). */
+static void with_hint(const struct fbuf *src, uint8_t codec, uint8_t level, struct fbuf *out)
+{
+	static uint8_t hp[16];
+	struct recs x;
+
+	split(src, &x);
+	hint_payload(hp, src->len + stream_size_hint(), codec, level);
+	insert(&x, 1, STREAM_HINT, STREAM_RF_SKIPPABLE, hp, 16);
+	emit(&x, out);
+	if (out->len != src->len + stream_size_hint())
+		die(-FERR_INVAL, "a HINT vector is not its estimate's length");
+}
+
+static void read_good(const char *name, struct fbuf *out)
+{
+	char path[512];
+	FILE *f;
+	uint8_t buf[65536];
+	size_t k;
+
+	snprintf(path, sizeof(path), "%s/good/%s.stream", outdir, name);
+	if (!(f = fopen(path, "rb")))
+		die(-FERR_IO, path);
+	while ((k = fread(buf, 1, sizeof(buf), f)) > 0)
+		CHECK(fbuf_append(out, buf, k));
+	fclose(f);
+}
+
+static void hint_good(void)
+{
+	struct fbuf src, s;
+
+	/* hint: full's stream with a HINT: its exact size, raw blocks tried
+	 * with gzip-7 (what send --compress=gzip-7 says) */
+	fbuf_init(&src, 1 << 20);
+	fbuf_init(&s, 1 << 20);
+	read_good("full", &src);
+	with_hint(&src, STREAM_CODEC_GZIP, 7, &s);
+	good("hint", &s);
+	tree_mon("hint", "@mon");
+	/* package-hint: package's with a HINT before its DATASETs, lz4 tried */
+	fbuf_reset(&src);
+	fbuf_reset(&s);
+	read_good("package", &src);
+	with_hint(&src, STREAM_CODEC_LZ4, 0, &s);
+	good("package-hint", &s);
+	tree_mon("package-hint", "/home@mon");
+	tree_tue("package-hint", "/home@tue");
+	tree_line("package-hint", "/home/sub@tue", "readme", &L5);
+	fbuf_release(&src);
+	fbuf_release(&s);
+}
+
+/* hint/x with the HINT at record `at` (payload p, len, header flags). */
+static void bad_hint(const char *name, const char *base, size_t at, uint16_t flags,
+		     const uint8_t *p, uint32_t len, const char *cls, const char *err)
+{
+	struct fbuf src, s;
+	struct recs x;
+
+	fbuf_init(&src, 1 << 20);
+	fbuf_init(&s, 1 << 20);
+	read_good(base, &src);
+	split(&src, &x);
+	insert(&x, at, STREAM_HINT, flags, p, len);
+	emit(&x, &s);
+	badbuf(name, &s, cls, err);
+	fbuf_release(&src);
+	fbuf_release(&s);
+}
+
+static void hint_bad(void)
+{
+	static uint8_t ok[16], long_[17], rsv[16], cod[16], gz0[16], off3[16];
+
+	hint_payload(ok, 1000, STREAM_CODEC_GZIP, 7);
+	memset(long_, 0, sizeof(long_));
+	memcpy(long_, ok, 16);
+	memcpy(rsv, ok, 16);
+	rsv[12] = 1;
+	hint_payload(cod, 1000, 9, 0);
+	hint_payload(gz0, 1000, STREAM_CODEC_GZIP, 0);
+	hint_payload(off3, 1000, STREAM_CODEC_OFF, 3);
+	bad_hint("hint-not-skippable", "full", 1, 0, ok, 16, "corrupt",
+		 "record 1 (HINT): header flag SKIPPABLE missing (a HINT always has it)");
+	bad_hint("hint-long", "full", 1, STREAM_RF_SKIPPABLE, long_, 17, "limit",
+		 "record 1 (HINT): payload length 17 exceeds maximum 16");
+	bad_hint("hint-short", "full", 1, STREAM_RF_SKIPPABLE, ok, 15, "corrupt",
+		 "record 1 (HINT): payload length 15 below minimum 16");
+	bad_hint("hint-reserved", "full", 1, STREAM_RF_SKIPPABLE, rsv, 16, "corrupt",
+		 "record 1 (HINT): reserved byte at offset 12 is 0x01, not 0");
+	bad_hint("hint-codec", "full", 1, STREAM_RF_SKIPPABLE, cod, 16, "corrupt",
+		 "record 1 (HINT): tried codec 9 level 0 unknown");
+	bad_hint("hint-gzip-level", "full", 1, STREAM_RF_SKIPPABLE, gz0, 16, "corrupt",
+		 "record 1 (HINT): tried codec 2 level 0 unknown");
+	bad_hint("hint-off-level", "full", 1, STREAM_RF_SKIPPABLE, off3, 16, "corrupt",
+		 "record 1 (HINT): tried codec 0 level 3 unknown");
+	bad_hint("hint-in-body", "full", 3, STREAM_RF_SKIPPABLE, ok, 16, "corrupt",
+		 "record 3 (HINT): a HINT is only allowed as record 1");
+	bad_hint("hint-twice", "hint", 2, STREAM_RF_SKIPPABLE, ok, 16, "corrupt",
+		 "record 2 (HINT): a HINT is only allowed as record 1");
+	bad_hint("hint-after-dataset", "package", 2, STREAM_RF_SKIPPABLE, ok, 16, "corrupt",
+		 "record 2 (HINT): a HINT is only allowed as record 1");
+	{
+		/* a raw block that is not its hash, in a stream claiming that its
+		 * raw blocks were tried: the claim saves the codec, never the check */
+		static uint8_t w[WRITE_FIXED_LEN + 4096];
+		struct fbuf src, s;
+		struct recs x;
+
+		fbuf_init(&src, 1 << 20);
+		fbuf_init(&s, 1 << 20);
+		read_good("hint", &src);
+		split(&src, &x);
+		if (x.r[2].type != STREAM_WRITE || x.r[2].len > sizeof(w))
+			die(-FERR_INVAL, "hint's record 2 is not a small WRITE");
+		memcpy(w, x.r[2].p, x.r[2].len);
+		w[WRITE_FIXED_LEN] ^= 0x20;
+		x.r[2].p = w;
+		emit(&x, &s);
+		badbuf("hint-write-hash", &s, "corrupt",
+		       "record 2 (WRITE): block hash does not match its content");
+		fbuf_release(&src);
+		fbuf_release(&s);
+	}
+	bad_hint("hint-in-substream", "package", 4, STREAM_RF_SKIPPABLE, ok, 16, "corrupt",
+		 "record 4 (HINT): a HINT is only allowed as record 1");
+}
+
 int main(int argc, char **argv)
 {
 	char path[512];
@@ -1524,8 +1683,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	good_vectors();
+	hint_good();
 	write_trees();
 	bad_vectors();
+	hint_bad();
 	if (fclose(classes) != 0) {
 		perror(path);
 		return 1;

@@ -832,7 +832,7 @@ static void test_vectors(void **state)
 	/* the good ones, and the token that goes with resumed.stream */
 	const char *good[] = {"full", "incremental", "empty-incremental", "compressed",
 			      "volume-props", "package", "resumed", "optional-feature",
-			      "skippable"};
+			      "skippable", "hint", "package-hint"};
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
 		snprintf(path, sizeof(path), "%s/good/%s.stream", dir, good[i]);
 		assert_int_equal(io_read_file(path, 1 << 20, &buf, &len), 0);
