@@ -85,6 +85,8 @@ struct cli_meter {
 };
 void cli_meter_start(struct cli_meter *m, const char *what, uint64_t total, int quiet);
 void cli_meter_update(struct cli_meter *m, uint64_t bytes, uint64_t files);
+/* The next phase of the work: another label and total, figures from 0. */
+void cli_meter_retarget(struct cli_meter *m, const char *what, uint64_t total);
 /* Erases the line before other output to the terminal; the next update
  * draws it again. */
 void cli_meter_clear(struct cli_meter *m);

@@ -636,26 +636,57 @@ fail:
 	return cli_fail(r, "cannot diff '%s'", a);
 }
 
+/* gc's progress line: "POOL: marking" (node bytes read, no total), then
+ * "POOL: sweeping" (pack bytes dealt with, of all the packs'). */
+struct gc_meter {
+	struct cli_meter m;
+	const char *pool;
+	enum store_gc_phase phase;
+};
+
+static void gc_progress_cb(void *arg, const struct store_gc_progress *pg)
+{
+	struct gc_meter *g = arg;
+	if (pg->phase != g->phase) {
+		char what[STORE_NAME_MAX + 16];
+		snprintf(what, sizeof what, "%s: %s", g->pool,
+			 pg->phase == STORE_GC_MARKING ? "marking" : "sweeping");
+		cli_meter_retarget(&g->m, what, pg->total);
+		g->phase = pg->phase;
+	}
+	cli_meter_update(&g->m, pg->done, 0);
+}
+
 int cmd_gc(int argc, char **argv)
 {
 	static const struct option lo[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
-	int c, r, verbose = 0, json = 0;
+	int c, r, verbose = 0, json = 0, quiet = 0;
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, "gc", "v", lo)) != -1) {
+	while ((c = cli_getopt(argc, argv, "gc", "vq", lo)) != -1) {
 		if (c == 'v')
 			verbose = 1;
+		else if (c == 'q')
+			quiet = 1;
 		else if (c == 'j')
 			json = 1;
 		else
 			return cli_opt_end();
 	}
 	if (argc - optind != 1)
-		return cli_usage("usage: ferry gc [-v] POOL");
+		return cli_usage("usage: ferry gc [-v] [-q] [--json] POOL");
 	struct store_pool *p = NULL;
 	struct store_gc_stats st;
+	struct gc_meter gm = {.pool = argv[optind]};
+	struct store_gc_opts go = {NULL, &gm};
+	cli_meter_start(&gm.m, argv[optind], 0, quiet);
+	if (gm.m.on)
+		go.progress = gc_progress_cb;
 	if ((r = store_pool_open(argv[optind], 0, &p)) == 0)
 		store_pool_activity(p, "a gc");
-	if (r < 0 || (r = store_gc(p, &st)) < 0) {
+	if (r == 0)
+		r = store_gc_run(p, &go, &st);
+	cli_meter_end(&gm.m);
+	if (r < 0) {
 		store_pool_close(p);
 		return cli_fail(r, "cannot collect garbage in '%s'", argv[optind]);
 	}

@@ -767,6 +767,22 @@ struct store_gc_stats {
  * to a new pack, fsynced, catalogue switched, old pack unlinked), then the
  * catalogue is compacted. Waits for no writer: -FERR_BUSY if one runs. */
 int store_gc(struct store_pool *p, struct store_gc_stats *st) FERRY_WUR;
+/* What store_gc_run reports as it goes: first the nodes it marks (done:
+ * node bytes read so far; total 0, unknown), then the packs it sweeps
+ * (done: bytes of the packs dealt with, of total, every pack's). */
+enum store_gc_phase { STORE_GC_MARKING = 1, STORE_GC_SWEEPING };
+struct store_gc_progress {
+	enum store_gc_phase phase;
+	uint64_t done, total;
+};
+struct store_gc_opts {
+	/* called now and then (often: the callee throttles); may be NULL */
+	void (*progress)(void *arg, const struct store_gc_progress *pg);
+	void *arg;
+};
+/* store_gc with o's progress reports (o not NULL). */
+int store_gc_run(struct store_pool *p, const struct store_gc_opts *o,
+		 struct store_gc_stats *st) FERRY_WUR;
 
 /* ---- transfer helpers for send/ and recv/ (xfer.c) ---------------------------
  * A key set: a TEMP table of the pool's connection (memory stays bounded,
