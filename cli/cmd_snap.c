@@ -38,6 +38,9 @@ static void warn_cb(void *arg, const char *path, const char *msg)
 /* snapshot -q: no progress line (a flag for the whole command, which
  * snapshots one dataset or a tree) */
 static int snap_quiet;
+/* snapshot --json: the report of each snapshot made, by name, printed
+ * once they all are (they commit together or not at all) */
+static json_t *snap_json;
 
 struct snap_progress {
 	struct cli_meter meter; /* bytes read and files: capture knows no total */
@@ -78,7 +81,25 @@ static int snapshot_one(struct store_pool *p, const struct store_ds *ds, const c
 	cli_meter_end(&pg.meter);
 	if (r < 0 && r != -FERR_PARTIAL)
 		return cli_fail(r, "cannot snapshot '%s'", full);
-	if (verbose) {
+	if (snap_json) {
+		json_t *j = json_object();
+		json_object_set_new(j, "name", json_string(full));
+		json_object_set_new(j, "files_read", cli_json_u64(st.files_read));
+		json_object_set_new(j, "files_reused", cli_json_u64(st.files_reused));
+		json_object_set_new(j, "files_changed", cli_json_u64(st.files_changed_during));
+		json_object_set_new(j, "dirs", cli_json_u64(st.dirs));
+		json_object_set_new(j, "symlinks", cli_json_u64(st.symlinks));
+		json_object_set_new(j, "specials", cli_json_u64(st.specials));
+		json_object_set_new(j, "bytes_read", cli_json_u64(st.bytes_read));
+		json_object_set_new(j, "blocks_written", cli_json_u64(st.blocks_written));
+		json_object_set_new(j, "bytes_written", cli_json_u64(st.bytes_written));
+		json_object_set_new(j, "blocks", cli_json_u64(st.blocks_total));
+		json_object_set_new(j, "warnings", cli_json_u64(st.warnings));
+		json_object_set_new(j, "ns", cli_json_u64(ferry_now_ns() - t0));
+		if (json_object_set_new(snap_json, full, j) < 0)
+			return cli_fail(ferry_err(FERR_NOMEM, "building JSON"),
+					"cannot snapshot '%s'", full);
+	} else if (verbose) {
 		double secs = (double)(ferry_now_ns() - t0) / 1e9;
 		printf("%s: files read %" PRIu64 ", files reused %" PRIu64 ", dirs %" PRIu64
 		       ", blocks written %" PRIu64 ", bytes written %" PRIu64 ", bytes read %" PRIu64
@@ -136,22 +157,27 @@ int cmd_snapshot(int argc, char **argv)
 		{"verbose", no_argument, NULL, 'v'},
 		{"cross-filesystems", no_argument, NULL, 'X'},
 		{"auto", optional_argument, NULL, 'A'},
+		{"json", no_argument, NULL, 'j'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *usage = "usage: ferry snapshot [-r] [-v] [-q] [--cross-filesystems] [--from PATH] "
-			    "DATASET@NAME... | ferry snapshot [-r] [-v] [-q] --auto[=LABEL] DATASET...";
+	const char *usage = "usage: ferry snapshot [-r] [-v] [-q] [--json] [--cross-filesystems] "
+			    "[--from PATH] DATASET@NAME... | ferry snapshot [-r] [-v] [-q] [--json] "
+			    "--auto[=LABEL] DATASET...";
 	const char *from = NULL, *label = NULL;
 	char autosnap[STORE_NAME_MAX + 1] = "";
-	int c, recursive = 0, verbose = 0, cross_fs = 0, rc = EXIT_OK, r, autoname_on = 0;
+	int c, recursive = 0, verbose = 0, cross_fs = 0, rc = EXIT_OK, r, autoname_on = 0, json = 0;
 	struct snap_set set;
 	struct store_pool *p = NULL;
 	char **names = NULL; /* argv's operands, or DATASET@auto-... with --auto */
 	char pool0[STORE_NAME_MAX + 1], pooln[STORE_NAME_MAX + 1], dsname[STORE_NAME_MAX + 1];
 	optind = 1;
 	snap_quiet = 0;
+	snap_json = NULL;
 	while ((c = cli_getopt(argc, argv, "snapshot", "rvq", lo)) != -1) {
 		if (c == 'q')
 			snap_quiet = 1;
+		else if (c == 'j')
+			json = 1;
 		else if (c == 'r')
 			recursive = 1;
 		else if (c == 'v')
@@ -188,8 +214,14 @@ int cmd_snapshot(int argc, char **argv)
 			 label ? label : "");
 	}
 	memset(&set, 0, sizeof set);
-	if (!(names = calloc((size_t)argc, sizeof *names)))
+	/* --json is -v's report as JSON (as restore's) */
+	if (json && !(snap_json = json_object()))
+		return cli_fail(ferry_err(FERR_NOMEM, "building JSON"), "cannot snapshot");
+	if (!(names = calloc((size_t)argc, sizeof *names))) {
+		json_decref(snap_json);
+		snap_json = NULL;
 		return cli_fail(ferry_err(FERR_NOMEM, "listing the snapshots"), "cannot snapshot");
+	}
 	/* as zfs, the whole list is checked before any snapshot is made, and
 	 * the snapshots are made together or not at all: every name first */
 	for (int i = optind; i < argc; i++) {
@@ -313,6 +345,11 @@ out:
 	free(names);
 	free(set.ds);
 	free(set.snap);
+	if (snap_json && rc != EXIT_FAIL && rc != EXIT_USAGE)
+		rc = cli_json_print(cli_json_new("ferry snapshot", "snapshots", snap_json), rc);
+	else
+		json_decref(snap_json);
+	snap_json = NULL;
 	return rc;
 }
 

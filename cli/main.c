@@ -31,8 +31,8 @@ static const struct cli_cmd commands[] = {
 	{"get", cmd_get, "get [-r] [-d depth] [-t type] [-s source[,source]...] [-H] [-p] [-o all|fields] [--json] PROP[,PROP]...|all DATASET|SNAPSHOT..."},
 	{"set", cmd_set, "set PROP=VALUE... DATASET..."},
 	{"inherit", cmd_inherit, "inherit [-r] [-S] PROP DATASET..."},
-	{"snapshot", cmd_snapshot, "snapshot [-r] [-v] [-q] [--cross-filesystems] [--from PATH] DATASET@NAME...\n"
-				   "snapshot [-r] [-v] [-q] --auto[=LABEL] DATASET..."},
+	{"snapshot", cmd_snapshot, "snapshot [-r] [-v] [-q] [--json] [--cross-filesystems] [--from PATH] DATASET@NAME...\n"
+				   "snapshot [-r] [-v] [-q] [--json] --auto[=LABEL] DATASET..."},
 	{"bookmark", cmd_bookmark, "bookmark [DATASET]@SNAP|[DATASET]#BOOKMARK DATASET#BOOKMARK"},
 	{"restore", cmd_restore, "restore [--file PATH]... [--force] [--untrusted] [--no-same-owner] [--no-same-permissions] [--no-devices] [--no-setuid] [-v] [-q] [--json] SNAPSHOT DIR\n"
 				 "restore [--file PATH]... [--untrusted] [--no-same-owner] [--no-devices] [--no-setuid] --format tar|pax|zip SNAPSHOT"},
