@@ -549,8 +549,10 @@ int cmd_rollback(int argc, char **argv)
 }
 
 struct diff_out {
-	int types;
-	int scripted; /* -H: a rename's two paths tab-separated, no arrow */
+	int types;      /* -F: the file type column */
+	int scripted;   /* -H: a rename's two paths tab-separated, no arrow */
+	int times;      /* -t: the change time first */
+	int raw;        /* -h: names as they are, not \0ooo-escaped */
 	json_t *changes; /* --json: the array of changes */
 };
 
@@ -570,51 +572,89 @@ static json_t *diff_json_path(const char *path, size_t len)
 	return j;
 }
 
-static int diff_cb(void *arg, char change, char ftype, const char *path, size_t path_len,
-		   const char *newpath, size_t newpath_len)
+static void diff_path(const struct diff_out *d, const char *path, size_t len)
+{
+	if (d->raw)
+		fwrite(path, 1, len, stdout);
+	else
+		put_escaped(stdout, path, len);
+}
+
+/* One line as zfs diff prints it (lib/libzfs/libzfs_diff.c):
+ * [CTIME\t]CHANGE\t[TYPE\t]PATH[ -> NEWPATH | \tNEWPATH][\t(+N)] */
+static int diff_cb(void *arg, const struct store_diff_change *c)
 {
 	struct diff_out *d = arg;
+	char ctime[48];
+	snprintf(ctime, sizeof ctime, "%" PRId64 ".%09" PRIu32, c->ctime_sec, c->ctime_nsec);
 	if (d->changes) {
-		char ch[2] = {change, 0}, ft[2] = {ftype, 0};
+		char ch[2] = {c->change, 0}, ft[2] = {c->ftype, 0};
 		json_t *o = json_object();
 		json_object_set_new(o, "change", json_string(ch));
 		json_object_set_new(o, "type", json_string(ft));
-		json_object_set_new(o, "path", diff_json_path(path, path_len));
-		if (newpath)
-			json_object_set_new(o, "newpath", diff_json_path(newpath, newpath_len));
+		json_object_set_new(o, "path", diff_json_path(c->path, c->path_len));
+		if (c->newpath)
+			json_object_set_new(o, "newpath", diff_json_path(c->newpath, c->newpath_len));
+		if (c->links)
+			json_object_set_new(o, "links", json_integer((json_int_t)c->links));
+		json_object_set_new(o, "ctime", json_string(ctime));
 		return json_array_append_new(d->changes, o) == 0 ? 0
 								  : ferry_err(FERR_NOMEM, "building JSON");
 	}
-	putchar(change);
+	if (d->times)
+		printf("%10" PRId64 ".%09" PRIu32 "\t", c->ctime_sec, c->ctime_nsec);
+	putchar(c->change);
 	putchar('\t');
 	if (d->types) {
-		putchar(ftype);
+		putchar(c->ftype);
 		putchar('\t');
 	}
-	put_escaped(stdout, path, path_len);
-	if (newpath) {
+	diff_path(d, c->path, c->path_len);
+	if (c->newpath) {
 		fputs(d->scripted ? "\t" : " -> ", stdout);
-		put_escaped(stdout, newpath, newpath_len);
+		diff_path(d, c->newpath, c->newpath_len);
 	}
+	if (c->links)
+		printf("\t(%+" PRId64 ")", c->links);
 	putchar('\n');
 	return ferror(stdout) ? ferry_err(FERR_IO, "writing the diff") : 0;
 }
 
 int cmd_diff(int argc, char **argv)
 {
-	static const struct option lo[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
-	const char *usage = "usage: ferry diff [-F] [-H] [--json] SNAPSHOT [SNAPSHOT|DATASET]";
+	enum { OPT_HELP = 1000 };
+	static const struct option lo[] = {{"json", no_argument, NULL, 'j'},
+					   {"help", no_argument, NULL, OPT_HELP},
+					   {NULL, 0, NULL, 0}};
+	const char *usage = "usage: ferry diff [-F] [-H] [-t] [-h] [--json] SNAPSHOT [SNAPSHOT|DATASET]";
+	static const char help[] =
+		"  -F      a file type column: F file, / directory, @ symlink, | fifo,\n"
+		"          B block device, C character device\n"
+		"  -H      a rename's two paths tab-separated, no \" -> \"\n"
+		"  -t      the file's change time (ctime) as the first column\n"
+		"  -h      names as they are, not \\0ooo-escaped (--help is this help)\n"
+		"  --json  the changes as JSON (see ferry-json(7))\n"
+		"the second snapshot is a later one of the first's dataset; a dataset\n"
+		"(or nothing) means its newest snapshot\n";
 	int c, r, json = 0;
 	struct diff_out d = {0};
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, "diff", "FH", lo)) != -1) {
+	/* -h is zfs diff's: names not escaped (--help is the help) */
+	while ((c = cli_getopt(argc, argv, "diff", "FHth", lo)) != -1) {
 		if (c == 'F')
 			d.types = 1;
 		else if (c == 'H')
 			d.scripted = 1;
+		else if (c == 't')
+			d.times = 1;
+		else if (c == 'h')
+			d.raw = 1;
 		else if (c == 'j')
 			json = 1;
-		else
+		else if (c == OPT_HELP) {
+			printf("%s\n%s", usage, help);
+			return EXIT_OK;
+		} else
 			return cli_opt_end();
 	}
 	if (argc - optind < 1 || argc - optind > 2)
@@ -647,7 +687,13 @@ int cmd_diff(int argc, char **argv)
 		if ((r = store_snap_newest(p, &ds, &sb)) < 0)
 			goto fail;
 	}
-	if (sa.ds_id == sb.ds_id && sa.createtxg > sb.createtxg) {
+	if (sa.ds_id != sb.ds_id) {
+		/* as zfs: the second is a later state of the first's dataset */
+		r = ferry_err(FERR_INVAL, "'%s' and '%s' are snapshots of different datasets",
+			      sa.name, sb.name);
+		goto fail;
+	}
+	if (sa.createtxg > sb.createtxg) {
 		r = ferry_err(FERR_INVAL, "'%s' is newer than '%s'", sa.name, sb.name);
 		goto fail;
 	}

@@ -40,7 +40,7 @@ static const struct cli_cmd commands[] = {
 	{"release", cmd_release, "release [-r] TAG SNAPSHOT..."},
 	{"holds", cmd_holds, "holds [-r] [-H] [-p] [--json] SNAPSHOT...|URL@SNAP..."},
 	{"rollback", cmd_rollback, "rollback [-r|-R] [-f] SNAPSHOT"},
-	{"diff", cmd_diff, "diff [-F] [-H] [--json] SNAPSHOT [SNAPSHOT|DATASET]"},
+	{"diff", cmd_diff, "diff [-F] [-H] [-t] [-h] [--json] SNAPSHOT [SNAPSHOT|DATASET]"},
 	{"gc", cmd_gc, "gc [-v] [-q] [--json] POOL"},
 	{"dump", cmd_dump, "dump [-v] [FILE]"},
 	{"send", cmd_send, "send [-c] [--compress=CODEC] [-p] [-i SNAP|-i #BOOKMARK|-I SNAP] [-R] [-n] [-v] [-P] [-q] [--json] SNAPSHOT\n"
