@@ -30,12 +30,11 @@ ferry create -o source="$S" tank/a
 ferry snapshot tank/a@s1
 
 # one change of every kind. ferry knows a file by its inode number, which
-# a filesystem may give again to a file created after a removal (zfs has a
-# generation number; ferry sees one file): so every file is created before
-# any is removed, but for tchange, whose inode a directory then may take
+# a filesystem gives again to a file created after a removal (zfs has a
+# generation number; ferry sees one file renamed): so every file is
+# created before any is removed, but for tchange, whose inode only the
+# directory made next can take (a type change: - and + either way)
 sleep 0.05
-rm "$S/tchange"
-mkdir "$S/tchange"
 echo more >>"$S/mod"
 mv "$S/old" "$S/new"
 ln "$S/linked" "$S/d/link2"
@@ -45,6 +44,8 @@ mkfifo "$S/p2"
 ln -s target "$S/s2"
 mv "$S/movedir" "$S/moved2"
 echo more >>"$S/moved2/b"
+rm "$S/tchange"
+mkdir "$S/tchange"
 rm "$S/unlink2"
 rm "$S/gone"
 rm -r "$S/rmdir"
