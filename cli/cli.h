@@ -35,7 +35,8 @@ int cli_fail(int r, const char *fmt, ...) FERRY_PRINTF(2, 3);
 /* getopt_long for command cmd ("list", "pool create") as Linux zfs
  * parses: options may follow operands (GNU permutation; argv is
  * reordered so operands end up from optind on), "--" ends options.
- * -h and --help print cmd's usage on stdout; an unknown option, a
+ * -h and --help print cmd's usage on stdout (-h is the command's own
+ * when shortopts has it: then only --help); an unknown option, a
  * missing value or a value given to a flag is reported in one line on
  * stderr, naming the option as typed. Both then return '?', after which
  * the caller returns cli_opt_end(): EXIT_HELP_DONE after help, else
@@ -88,6 +89,8 @@ void cli_meter_update(struct cli_meter *m, uint64_t bytes, uint64_t files);
 /* Sets (or corrects) the total once it is known: recv learns it from the
  * stream's HINT, and at the end from the bytes it read. */
 void cli_meter_total(struct cli_meter *m, uint64_t total);
+/* The next phase of the work: another label and total, figures from 0. */
+void cli_meter_retarget(struct cli_meter *m, const char *what, uint64_t total);
 /* Erases the line before other output to the terminal; the next update
  * draws it again. */
 void cli_meter_clear(struct cli_meter *m);

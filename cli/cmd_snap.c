@@ -38,6 +38,9 @@ static void warn_cb(void *arg, const char *path, const char *msg)
 /* snapshot -q: no progress line (a flag for the whole command, which
  * snapshots one dataset or a tree) */
 static int snap_quiet;
+/* snapshot --json: the report of each snapshot made, by name, printed
+ * once they all are (they commit together or not at all) */
+static json_t *snap_json;
 
 struct snap_progress {
 	struct cli_meter meter; /* bytes read and files: capture knows no total */
@@ -78,7 +81,25 @@ static int snapshot_one(struct store_pool *p, const struct store_ds *ds, const c
 	cli_meter_end(&pg.meter);
 	if (r < 0 && r != -FERR_PARTIAL)
 		return cli_fail(r, "cannot snapshot '%s'", full);
-	if (verbose) {
+	if (snap_json) {
+		json_t *j = json_object();
+		json_object_set_new(j, "name", json_string(full));
+		json_object_set_new(j, "files_read", cli_json_u64(st.files_read));
+		json_object_set_new(j, "files_reused", cli_json_u64(st.files_reused));
+		json_object_set_new(j, "files_changed", cli_json_u64(st.files_changed_during));
+		json_object_set_new(j, "dirs", cli_json_u64(st.dirs));
+		json_object_set_new(j, "symlinks", cli_json_u64(st.symlinks));
+		json_object_set_new(j, "specials", cli_json_u64(st.specials));
+		json_object_set_new(j, "bytes_read", cli_json_u64(st.bytes_read));
+		json_object_set_new(j, "blocks_written", cli_json_u64(st.blocks_written));
+		json_object_set_new(j, "bytes_written", cli_json_u64(st.bytes_written));
+		json_object_set_new(j, "blocks", cli_json_u64(st.blocks_total));
+		json_object_set_new(j, "warnings", cli_json_u64(st.warnings));
+		json_object_set_new(j, "ns", cli_json_u64(ferry_now_ns() - t0));
+		if (json_object_set_new(snap_json, full, j) < 0)
+			return cli_fail(ferry_err(FERR_NOMEM, "building JSON"),
+					"cannot snapshot '%s'", full);
+	} else if (verbose) {
 		double secs = (double)(ferry_now_ns() - t0) / 1e9;
 		printf("%s: files read %" PRIu64 ", files reused %" PRIu64 ", dirs %" PRIu64
 		       ", blocks written %" PRIu64 ", bytes written %" PRIu64 ", bytes read %" PRIu64
@@ -136,22 +157,27 @@ int cmd_snapshot(int argc, char **argv)
 		{"verbose", no_argument, NULL, 'v'},
 		{"cross-filesystems", no_argument, NULL, 'X'},
 		{"auto", optional_argument, NULL, 'A'},
+		{"json", no_argument, NULL, 'j'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *usage = "usage: ferry snapshot [-r] [-v] [-q] [--cross-filesystems] [--from PATH] "
-			    "DATASET@NAME... | ferry snapshot [-r] [-v] [-q] --auto[=LABEL] DATASET...";
+	const char *usage = "usage: ferry snapshot [-r] [-v] [-q] [--json] [--cross-filesystems] "
+			    "[--from PATH] DATASET@NAME... | ferry snapshot [-r] [-v] [-q] [--json] "
+			    "--auto[=LABEL] DATASET...";
 	const char *from = NULL, *label = NULL;
 	char autosnap[STORE_NAME_MAX + 1] = "";
-	int c, recursive = 0, verbose = 0, cross_fs = 0, rc = EXIT_OK, r, autoname_on = 0;
+	int c, recursive = 0, verbose = 0, cross_fs = 0, rc = EXIT_OK, r, autoname_on = 0, json = 0;
 	struct snap_set set;
 	struct store_pool *p = NULL;
 	char **names = NULL; /* argv's operands, or DATASET@auto-... with --auto */
 	char pool0[STORE_NAME_MAX + 1], pooln[STORE_NAME_MAX + 1], dsname[STORE_NAME_MAX + 1];
 	optind = 1;
 	snap_quiet = 0;
+	snap_json = NULL;
 	while ((c = cli_getopt(argc, argv, "snapshot", "rvq", lo)) != -1) {
 		if (c == 'q')
 			snap_quiet = 1;
+		else if (c == 'j')
+			json = 1;
 		else if (c == 'r')
 			recursive = 1;
 		else if (c == 'v')
@@ -188,8 +214,14 @@ int cmd_snapshot(int argc, char **argv)
 			 label ? label : "");
 	}
 	memset(&set, 0, sizeof set);
-	if (!(names = calloc((size_t)argc, sizeof *names)))
+	/* --json is -v's report as JSON (as restore's) */
+	if (json && !(snap_json = json_object()))
+		return cli_fail(ferry_err(FERR_NOMEM, "building JSON"), "cannot snapshot");
+	if (!(names = calloc((size_t)argc, sizeof *names))) {
+		json_decref(snap_json);
+		snap_json = NULL;
 		return cli_fail(ferry_err(FERR_NOMEM, "listing the snapshots"), "cannot snapshot");
+	}
 	/* as zfs, the whole list is checked before any snapshot is made, and
 	 * the snapshots are made together or not at all: every name first */
 	for (int i = optind; i < argc; i++) {
@@ -313,6 +345,11 @@ out:
 	free(names);
 	free(set.ds);
 	free(set.snap);
+	if (snap_json && rc != EXIT_FAIL && rc != EXIT_USAGE)
+		rc = cli_json_print(cli_json_new("ferry snapshot", "snapshots", snap_json), rc);
+	else
+		json_decref(snap_json);
+	snap_json = NULL;
 	return rc;
 }
 
@@ -512,8 +549,10 @@ int cmd_rollback(int argc, char **argv)
 }
 
 struct diff_out {
-	int types;
-	int scripted; /* -H: a rename's two paths tab-separated, no arrow */
+	int types;      /* -F: the file type column */
+	int scripted;   /* -H: a rename's two paths tab-separated, no arrow */
+	int times;      /* -t: the change time first */
+	int raw;        /* -h: names as they are, not \0ooo-escaped */
 	json_t *changes; /* --json: the array of changes */
 };
 
@@ -533,51 +572,89 @@ static json_t *diff_json_path(const char *path, size_t len)
 	return j;
 }
 
-static int diff_cb(void *arg, char change, char ftype, const char *path, size_t path_len,
-		   const char *newpath, size_t newpath_len)
+static void diff_path(const struct diff_out *d, const char *path, size_t len)
+{
+	if (d->raw)
+		fwrite(path, 1, len, stdout);
+	else
+		put_escaped(stdout, path, len);
+}
+
+/* One line as zfs diff prints it (lib/libzfs/libzfs_diff.c):
+ * [CTIME\t]CHANGE\t[TYPE\t]PATH[ -> NEWPATH | \tNEWPATH][\t(+N)] */
+static int diff_cb(void *arg, const struct store_diff_change *c)
 {
 	struct diff_out *d = arg;
+	char ctime[48];
+	snprintf(ctime, sizeof ctime, "%" PRId64 ".%09" PRIu32, c->ctime_sec, c->ctime_nsec);
 	if (d->changes) {
-		char ch[2] = {change, 0}, ft[2] = {ftype, 0};
+		char ch[2] = {c->change, 0}, ft[2] = {c->ftype, 0};
 		json_t *o = json_object();
 		json_object_set_new(o, "change", json_string(ch));
 		json_object_set_new(o, "type", json_string(ft));
-		json_object_set_new(o, "path", diff_json_path(path, path_len));
-		if (newpath)
-			json_object_set_new(o, "newpath", diff_json_path(newpath, newpath_len));
+		json_object_set_new(o, "path", diff_json_path(c->path, c->path_len));
+		if (c->newpath)
+			json_object_set_new(o, "newpath", diff_json_path(c->newpath, c->newpath_len));
+		if (c->links)
+			json_object_set_new(o, "links", json_integer((json_int_t)c->links));
+		json_object_set_new(o, "ctime", json_string(ctime));
 		return json_array_append_new(d->changes, o) == 0 ? 0
 								  : ferry_err(FERR_NOMEM, "building JSON");
 	}
-	putchar(change);
+	if (d->times)
+		printf("%10" PRId64 ".%09" PRIu32 "\t", c->ctime_sec, c->ctime_nsec);
+	putchar(c->change);
 	putchar('\t');
 	if (d->types) {
-		putchar(ftype);
+		putchar(c->ftype);
 		putchar('\t');
 	}
-	put_escaped(stdout, path, path_len);
-	if (newpath) {
+	diff_path(d, c->path, c->path_len);
+	if (c->newpath) {
 		fputs(d->scripted ? "\t" : " -> ", stdout);
-		put_escaped(stdout, newpath, newpath_len);
+		diff_path(d, c->newpath, c->newpath_len);
 	}
+	if (c->links)
+		printf("\t(%+" PRId64 ")", c->links);
 	putchar('\n');
 	return ferror(stdout) ? ferry_err(FERR_IO, "writing the diff") : 0;
 }
 
 int cmd_diff(int argc, char **argv)
 {
-	static const struct option lo[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
-	const char *usage = "usage: ferry diff [-F] [-H] [--json] SNAPSHOT [SNAPSHOT|DATASET]";
+	enum { OPT_HELP = 1000 };
+	static const struct option lo[] = {{"json", no_argument, NULL, 'j'},
+					   {"help", no_argument, NULL, OPT_HELP},
+					   {NULL, 0, NULL, 0}};
+	const char *usage = "usage: ferry diff [-F] [-H] [-t] [-h] [--json] SNAPSHOT [SNAPSHOT|DATASET]";
+	static const char help[] =
+		"  -F      a file type column: F file, / directory, @ symlink, | fifo,\n"
+		"          B block device, C character device\n"
+		"  -H      a rename's two paths tab-separated, no \" -> \"\n"
+		"  -t      the file's change time (ctime) as the first column\n"
+		"  -h      names as they are, not \\0ooo-escaped (--help is this help)\n"
+		"  --json  the changes as JSON (see ferry-json(7))\n"
+		"the second snapshot is a later one of the first's dataset; a dataset\n"
+		"(or nothing) means its newest snapshot\n";
 	int c, r, json = 0;
 	struct diff_out d = {0};
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, "diff", "FH", lo)) != -1) {
+	/* -h is zfs diff's: names not escaped (--help is the help) */
+	while ((c = cli_getopt(argc, argv, "diff", "FHth", lo)) != -1) {
 		if (c == 'F')
 			d.types = 1;
 		else if (c == 'H')
 			d.scripted = 1;
+		else if (c == 't')
+			d.times = 1;
+		else if (c == 'h')
+			d.raw = 1;
 		else if (c == 'j')
 			json = 1;
-		else
+		else if (c == OPT_HELP) {
+			printf("%s\n%s", usage, help);
+			return EXIT_OK;
+		} else
 			return cli_opt_end();
 	}
 	if (argc - optind < 1 || argc - optind > 2)
@@ -610,7 +687,13 @@ int cmd_diff(int argc, char **argv)
 		if ((r = store_snap_newest(p, &ds, &sb)) < 0)
 			goto fail;
 	}
-	if (sa.ds_id == sb.ds_id && sa.createtxg > sb.createtxg) {
+	if (sa.ds_id != sb.ds_id) {
+		/* as zfs: the second is a later state of the first's dataset */
+		r = ferry_err(FERR_INVAL, "'%s' and '%s' are snapshots of different datasets",
+			      sa.name, sb.name);
+		goto fail;
+	}
+	if (sa.createtxg > sb.createtxg) {
 		r = ferry_err(FERR_INVAL, "'%s' is newer than '%s'", sa.name, sb.name);
 		goto fail;
 	}
@@ -636,26 +719,57 @@ fail:
 	return cli_fail(r, "cannot diff '%s'", a);
 }
 
+/* gc's progress line: "POOL: marking" (node bytes read, no total), then
+ * "POOL: sweeping" (pack bytes dealt with, of all the packs'). */
+struct gc_meter {
+	struct cli_meter m;
+	const char *pool;
+	enum store_gc_phase phase;
+};
+
+static void gc_progress_cb(void *arg, const struct store_gc_progress *pg)
+{
+	struct gc_meter *g = arg;
+	if (pg->phase != g->phase) {
+		char what[STORE_NAME_MAX + 16];
+		snprintf(what, sizeof what, "%s: %s", g->pool,
+			 pg->phase == STORE_GC_MARKING ? "marking" : "sweeping");
+		cli_meter_retarget(&g->m, what, pg->total);
+		g->phase = pg->phase;
+	}
+	cli_meter_update(&g->m, pg->done, 0);
+}
+
 int cmd_gc(int argc, char **argv)
 {
 	static const struct option lo[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
-	int c, r, verbose = 0, json = 0;
+	int c, r, verbose = 0, json = 0, quiet = 0;
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, "gc", "v", lo)) != -1) {
+	while ((c = cli_getopt(argc, argv, "gc", "vq", lo)) != -1) {
 		if (c == 'v')
 			verbose = 1;
+		else if (c == 'q')
+			quiet = 1;
 		else if (c == 'j')
 			json = 1;
 		else
 			return cli_opt_end();
 	}
 	if (argc - optind != 1)
-		return cli_usage("usage: ferry gc [-v] POOL");
+		return cli_usage("usage: ferry gc [-v] [-q] [--json] POOL");
 	struct store_pool *p = NULL;
 	struct store_gc_stats st;
+	struct gc_meter gm = {.pool = argv[optind]};
+	struct store_gc_opts go = {NULL, &gm};
+	cli_meter_start(&gm.m, argv[optind], 0, quiet);
+	if (gm.m.on)
+		go.progress = gc_progress_cb;
 	if ((r = store_pool_open(argv[optind], 0, &p)) == 0)
 		store_pool_activity(p, "a gc");
-	if (r < 0 || (r = store_gc(p, &st)) < 0) {
+	if (r == 0)
+		r = store_gc_run(p, &go, &st);
+	cli_meter_end(&gm.m);
+	if (r < 0) {
 		store_pool_close(p);
 		return cli_fail(r, "cannot collect garbage in '%s'", argv[optind]);
 	}

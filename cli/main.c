@@ -31,8 +31,8 @@ static const struct cli_cmd commands[] = {
 	{"get", cmd_get, "get [-r] [-d depth] [-t type] [-s source[,source]...] [-H] [-p] [-o all|fields] [--json] PROP[,PROP]...|all DATASET|SNAPSHOT..."},
 	{"set", cmd_set, "set PROP=VALUE... DATASET..."},
 	{"inherit", cmd_inherit, "inherit [-r] [-S] PROP DATASET..."},
-	{"snapshot", cmd_snapshot, "snapshot [-r] [-v] [-q] [--cross-filesystems] [--from PATH] DATASET@NAME...\n"
-				   "snapshot [-r] [-v] [-q] --auto[=LABEL] DATASET..."},
+	{"snapshot", cmd_snapshot, "snapshot [-r] [-v] [-q] [--json] [--cross-filesystems] [--from PATH] DATASET@NAME...\n"
+				   "snapshot [-r] [-v] [-q] [--json] --auto[=LABEL] DATASET..."},
 	{"bookmark", cmd_bookmark, "bookmark [DATASET]@SNAP|[DATASET]#BOOKMARK DATASET#BOOKMARK"},
 	{"restore", cmd_restore, "restore [--file PATH]... [--force] [--untrusted] [--no-same-owner] [--no-same-permissions] [--no-devices] [--no-setuid] [-v] [-q] [--json] SNAPSHOT DIR\n"
 				 "restore [--file PATH]... [--untrusted] [--no-same-owner] [--no-devices] [--no-setuid] --format tar|pax|zip SNAPSHOT"},
@@ -40,8 +40,8 @@ static const struct cli_cmd commands[] = {
 	{"release", cmd_release, "release [-r] TAG SNAPSHOT..."},
 	{"holds", cmd_holds, "holds [-r] [-H] [-p] [--json] SNAPSHOT...|URL@SNAP..."},
 	{"rollback", cmd_rollback, "rollback [-r|-R] [-f] SNAPSHOT"},
-	{"diff", cmd_diff, "diff [-F] [-H] [--json] SNAPSHOT [SNAPSHOT|DATASET]"},
-	{"gc", cmd_gc, "gc [-v] [--json] POOL"},
+	{"diff", cmd_diff, "diff [-F] [-H] [-t] [-h] [--json] SNAPSHOT [SNAPSHOT|DATASET]"},
+	{"gc", cmd_gc, "gc [-v] [-q] [--json] POOL"},
 	{"dump", cmd_dump, "dump [-v] [FILE]"},
 	{"send", cmd_send, "send [-c] [--compress=CODEC] [-p] [-i SNAP|-i #BOOKMARK|-I SNAP] [-R] [-n] [-v] [-P] [-q] [--json] SNAPSHOT\n"
 			   "send [-v] [-P] [-n] [-q] [--json] -t TOKEN\n"

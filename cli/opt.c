@@ -9,6 +9,8 @@
 
 #define OPT_LONG_MAX 64
 #define OPT_SHORT_MAX 128
+/* getopt_long's value for --help when -h is a command's own option */
+#define OPT_HELP_VAL 0x10ff
 
 static int opt_rc = EXIT_USAGE;
 
@@ -65,13 +67,16 @@ int cli_getopt(int argc, char **argv, const char *cmd, const char *shortopts,
 			help_val = longopts[n].val;
 		}
 	}
+	/* a command whose -h is its own (diff's, as zfs diff's) keeps --help
+	 * as the help */
+	int own_h = strchr(shortopts, 'h') != NULL, generic = own_h ? OPT_HELP_VAL : 'h';
 	if (!has_help)
-		lo[n++] = (struct option){"help", no_argument, NULL, 'h'};
+		lo[n++] = (struct option){"help", no_argument, NULL, generic};
 	lo[n] = (struct option){NULL, 0, NULL, 0};
 	int c = getopt_long(argc, argv, so, lo, NULL);
-	if (c == 'h' && has_help)
+	if (c == 'h' && has_help && !own_h)
 		return help_val;
-	if (c == 'h' && !strchr(shortopts, 'h')) {
+	if ((c == 'h' && !own_h) || (c == OPT_HELP_VAL && !has_help)) {
 		cli_help(cmd, stdout);
 		opt_rc = EXIT_HELP_DONE;
 		return '?';

@@ -15,6 +15,12 @@ void cli_meter_start(struct cli_meter *m, const char *what, uint64_t total, int 
 	progress_init(&m->p, what, total, ferry_now_ns());
 }
 
+void cli_meter_retarget(struct cli_meter *m, const char *what, uint64_t total)
+{
+	/* a new phase: its own figures and rate; the line stays where it is */
+	progress_init(&m->p, what, total, ferry_now_ns());
+}
+
 static void draw(struct cli_meter *m)
 {
 	char line[512];

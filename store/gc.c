@@ -26,11 +26,19 @@
 struct gc {
 	struct store_pool *p;
 	struct store_gc_stats *st;
+	const struct store_gc_opts *o; /* never NULL */
+	struct store_gc_progress pg;
 	sqlite3_stmt *st_node, *st_mark;
 	struct fbuf buf;
 	uint8_t (*stack)[FERRY_HASH_LEN];
 	size_t nstack, capstack;
 };
+
+static void gc_progress(struct gc *g)
+{
+	if (g->o->progress)
+		g->o->progress(g->o->arg, &g->pg);
+}
 
 static int push(struct gc *g, const uint8_t *h)
 {
@@ -157,6 +165,8 @@ static int mark_nodes(struct gc *g)
 		int type = sqlite3_column_int(g->st_node, 0);
 		fbuf_reset(&g->buf);
 		int n = sqlite3_column_bytes(g->st_node, 1);
+		g->pg.done += (uint64_t)n;
+		gc_progress(g);
 		r = n ? fbuf_append(&g->buf, sqlite3_column_blob(g->st_node, 1), (size_t)n) : 0;
 		sqlite3_reset(g->st_node);
 		if (r == 0)
@@ -319,7 +329,7 @@ static void gc_unlink_quiet(struct store_pool *p, const char *name)
 struct packrow {
 	int64_t id;
 	char name[64];
-	uint64_t live;
+	uint64_t live, size;
 };
 
 /* The pack a rewrite copies live blocks into. */
@@ -338,7 +348,8 @@ static int list_packs(struct store_pool *p, struct packrow **out, size_t *nout)
 	size_t n = 0, cap = 0;
 	int r, s;
 	if ((r = cat_prepare(p, "SELECT k.id, k.name, coalesce((SELECT sum(b.psize + ?) FROM blocks b"
-			       " WHERE b.pack_id = k.id), 0) FROM packs k ORDER BY k.id", &st)) < 0)
+			       " WHERE b.pack_id = k.id), 0), k.size FROM packs k ORDER BY k.id",
+			     &st)) < 0)
 		return r;
 	sqlite3_bind_int(st, 1, PACK_BLK_HDR_LEN);
 	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
@@ -347,6 +358,7 @@ static int list_packs(struct store_pool *p, struct packrow **out, size_t *nout)
 		v[n].id = sqlite3_column_int64(st, 0);
 		snprintf(v[n].name, sizeof v[n].name, "%s", (const char *)sqlite3_column_text(st, 1));
 		v[n].live = (uint64_t)sqlite3_column_int64(st, 2);
+		v[n].size = (uint64_t)sqlite3_column_int64(st, 3);
 		n++;
 	}
 	if (s != SQLITE_DONE)
@@ -518,14 +530,25 @@ static int sweep_packs(struct gc *g)
 	int r;
 	if ((r = list_packs(g->p, &v, &n)) < 0)
 		return r;
+	g->pg.phase = STORE_GC_SWEEPING;
+	g->pg.done = g->pg.total = 0;
+	for (size_t i = 0; i < n; i++)
+		g->pg.total += v[i].size;
+	gc_progress(g);
 	/* Dead packs first: deleting them frees space without writing any,
 	 * so on a full disk the rewrites below may then find room. */
 	for (size_t i = 0; i < n && r == 0; i++)
-		if (v[i].live == 0)
+		if (v[i].live == 0) {
 			r = delete_dead(g, &v[i]);
+			g->pg.done += v[i].size;
+			gc_progress(g);
+		}
 	for (size_t i = 0; i < n && r == 0; i++)
-		if (v[i].live != 0)
+		if (v[i].live != 0) {
 			r = rewrite_pack(g, &o, &v[i]);
+			g->pg.done += v[i].size;
+			gc_progress(g);
+		}
 	gcout_close(g->p, &o); /* the output pack of a rewrite that failed goes */
 	free(v);
 	return r < 0 ? r : 0;
@@ -567,12 +590,20 @@ static int compact(struct store_pool *p)
 
 int store_gc(struct store_pool *p, struct store_gc_stats *st)
 {
+	static const struct store_gc_opts none = {NULL, NULL};
+	return store_gc_run(p, &none, st);
+}
+
+int store_gc_run(struct store_pool *p, const struct store_gc_opts *o, struct store_gc_stats *st)
+{
 	struct gc g;
 	int r, lock = -1;
 	memset(&g, 0, sizeof g);
 	memset(st, 0, sizeof *st);
 	g.p = p;
 	g.st = st;
+	g.o = o;
+	g.pg.phase = STORE_GC_MARKING;
 	fbuf_init(&g.buf, NODE_MAX);
 	act_begin(p);
 	if ((r = pack_lock(p, 1, &lock)) < 0) {

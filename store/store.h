@@ -758,13 +758,29 @@ int store_bookmark_iter(struct store_pool *p, const struct store_ds *ds, store_b
 void store_bookmark_to_ds(const struct store_bookmark *b, struct store_ds *out);
 
 /* ---- diff (diff.c) -----------------------------------------------------------
- * change: 'M' modified, '+' added, '-' removed, 'R' renamed (path → newpath).
- * ftype: one of the node entry types ('F' file, '/' dir, '@' symlink, '|' fifo,
- * 'B' block device, 'C' char device) as zfs diff -F prints them. */
-typedef int (*store_diff_fn)(void *arg, char change, char ftype, const char *path,
-			     size_t path_len, const char *newpath, size_t newpath_len);
-/* Compares snapshot a with b (b NULL: not supported here; the caller picks
- * the newer snapshot). Equal subtrees are skipped by hash. */
+ * One line of zfs diff: change 'M' modified, '+' added, '-' removed, 'R'
+ * renamed or moved (path -> newpath). ftype as zfs diff -F prints it: 'F'
+ * file, '/' directory, '@' symlink, '|' fifo, 'B' block and 'C' character
+ * device (capture keeps no sockets). Paths start at the dataset's root
+ * with "/", the root itself is "/"; they are the names' bytes, not
+ * escaped. ctime is the entry's as captured: the older snapshot's for
+ * '-', the newer's otherwise. links is the link count change of an 'M'
+ * that reports one (a hardlink added: +1), else 0. Borrowed for the call. */
+struct store_diff_change {
+	char change, ftype;
+	const char *path, *newpath; /* newpath: 'R' only, else NULL */
+	size_t path_len, newpath_len;
+	int64_t ctime_sec;
+	uint32_t ctime_nsec;
+	int64_t links;
+};
+typedef int (*store_diff_fn)(void *arg, const struct store_diff_change *c);
+/* Reports through fn what changed from snapshot a to the later b, as zfs
+ * diff does (see store/diff.c: files known by the inode number capture
+ * recorded, a file with several names reported once, unchanged files
+ * under a renamed directory not at all). Equal subtrees are skipped by
+ * hash. A negative return of fn ends the diff with it. -FERR_UNSUPPORTED
+ * for volumes. */
 int store_snap_diff(struct store_pool *p, const struct store_snap *a, const struct store_snap *b,
 		    store_diff_fn fn, void *arg) FERRY_WUR;
 
@@ -779,6 +795,22 @@ struct store_gc_stats {
  * to a new pack, fsynced, catalogue switched, old pack unlinked), then the
  * catalogue is compacted. Waits for no writer: -FERR_BUSY if one runs. */
 int store_gc(struct store_pool *p, struct store_gc_stats *st) FERRY_WUR;
+/* What store_gc_run reports as it goes: first the nodes it marks (done:
+ * node bytes read so far; total 0, unknown), then the packs it sweeps
+ * (done: bytes of the packs dealt with, of total, every pack's). */
+enum store_gc_phase { STORE_GC_MARKING = 1, STORE_GC_SWEEPING };
+struct store_gc_progress {
+	enum store_gc_phase phase;
+	uint64_t done, total;
+};
+struct store_gc_opts {
+	/* called now and then (often: the callee throttles); may be NULL */
+	void (*progress)(void *arg, const struct store_gc_progress *pg);
+	void *arg;
+};
+/* store_gc with o's progress reports (o not NULL). */
+int store_gc_run(struct store_pool *p, const struct store_gc_opts *o,
+		 struct store_gc_stats *st) FERRY_WUR;
 
 /* ---- transfer helpers for send/ and recv/ (xfer.c) ---------------------------
  * A key set: a TEMP table of the pool's connection (memory stays bounded,

@@ -68,6 +68,19 @@ valid "ferry destroy" "destroy --json BOOKMARK" destroy --json tank/a#m
 valid "ferry prune" "prune -n --json" prune -n --json --keep-last 1 tank/a
 valid "ferry sync" "sync --json" sync --json tank/a bk/s
 valid "ferry gc" "gc --json" gc --json tank
+# snapshot --json: -v's counters, one member per snapshot made
+echo four >"$S/d/four"
+valid "ferry snapshot" "snapshot --json" snapshot --json tank/a@s3
+python3 -c 'import json,sys
+s = json.load(sys.stdin)["snapshots"]["tank/a@s3"]
+print(s["name"], s["files_read"], s["files_reused"], s["dirs"], s["blocks_written"] > 0)' \
+	<"$T/j.out" >"$T/v"
+is "$(cat "$T/v")" "tank/a@s3 1 3 1 True" "snapshot --json: the one new file read, the three others reused, the directory below the root"
+valid "ferry snapshot" "snapshot -r -v --json" snapshot -r -v --json tank/a@s4
+is "$(python3 -c 'import json,sys; print(" ".join(sorted(json.load(sys.stdin)["snapshots"])))' <"$T/j.out")" \
+	"tank/a/b@s4 tank/a@s4" "snapshot -r --json: a member per snapshot, and no text line"
+run ferry snapshot --json tank/a@s4
+is "$rc:$(cat "$T/out")" "1:" "a refused snapshot --json prints no document"
 
 # the validator itself refuses what the page does not describe
 echo '{"output_version":{"command":"ferry gc","vers_major":0,"vers_minor":1},"pools":{"t":{"name":"t"}},"extra":1}' |
@@ -79,5 +92,8 @@ ferry release keep tank/a@s1
 ferry gc tank >/dev/null
 ferry restore tank/a@s1 "$TS/r1"
 [ "$(cat "$TS/r1/f")" = one ] && ok "tank/a@s1 restores after gc" || not_ok "tank/a@s1"
+ferry restore tank/a@s3 "$TS/r3"
+diff -r "$S" "$TS/r3" >/dev/null && ok "tank/a@s3 (made with --json) restores the tree" ||
+	not_ok "tank/a@s3 differs"
 
 done_testing

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Issue 11, item 4: on a terminal (script(1)'s pseudo-terminal here),
-# snapshot, send, recv and restore draw one redrawn status line on stderr
+# snapshot, send, recv, restore and gc draw one redrawn status line on stderr
 # (bytes and files, of how many when known, rate, percentage and ETA with a
 # total); it ends with the command; in send | recv only the receiver
 # draws; -q and a stderr that is no terminal draw nothing.
@@ -60,5 +60,23 @@ is "$(cat "$T/snap.err" "$T/rest.err" "$T/send.err" "$T/recv.err")" "" "and the 
 ferry gc bk >/dev/null
 ferry restore bk/a@s2 "$TS/bk"
 diff -r "$S" "$TS/bk" >/dev/null && ok "what was received restores whole" || not_ok "bk/a@s2 differs"
+
+# gc: the marking, then the sweep of the packs with their total
+head -c 24M /dev/urandom >"$S/f1"
+ferry snapshot -q tank/a@s3
+ferry destroy tank/a@s1
+ferry destroy tank/a@s2
+onpty "'$FERRY' gc tank"
+is "$rc:$(meter_lines)" "0:1" "gc on a terminal: one status line"
+like "$(last_draw)" "^tank: sweeping: [0-9.]+[KMG]? of [0-9.]+[KMG]? \(100%\), [0-9.]+[KMG]?B?/s, ETA 0s$" \
+	"it ends with the packs swept, of their total, the rate and the ETA"
+like "$(grep '/s' "$T/pty" | tr '|' '\n' | grep . | head -1)" "^tank: marking: [0-9.]+[KMG]?B?, [0-9.]+[KMG]?B?/s$" \
+	"and begins with the marking (no total)"
+ferry snapshot -q tank/a@s4
+ferry destroy tank/a@s3
+onpty "'$FERRY' gc -q tank; '$FERRY' gc tank 2>'$T/gc.err'"
+is "$rc:$(cat "$T/pty"):$(cat "$T/gc.err")" "0::" "gc -q, and gc with stderr not a terminal: nothing drawn"
+ferry restore tank/a@s4 "$TS/a4"
+diff -r "$S" "$TS/a4" >/dev/null && ok "after the gcs tank/a@s4 restores whole" || not_ok "tank/a@s4 differs"
 
 done_testing

@@ -1,12 +1,14 @@
-/* tests/tools/mkdeepstream.c — writes a valid full ferry stream of a deep tree
+/* tests/tools/mkdeepstream.c — writes a valid ferry stream of a deep tree
  * to standard output, for the depth tests of recv, send, diff and restore:
  *
- *   mkdeepstream DEPTH [DATASET@SNAP [VARIANT]]
+ *   mkdeepstream DEPTH [DATASET@SNAP [VARIANT [incremental]]]
  *
  * The tree is a chain of DEPTH directories named "d" below the root
  * directory (the deepest at level DEPTH), each also holding a small file
  * "f" whose content names its level (and VARIANT, in the deepest one),
- * and every 1000th level a symlink.
+ * and every 1000th level a symlink. With "incremental", the stream is one
+ * from the snapshot the stream without VARIANT makes (its guid) to this
+ * tree, carrying every node: two snapshots of one dataset for diff.
  * Nodes go out children first, as send writes them. Exits 0, or 1 with a
  * message on stderr. */
 #include <stdio.h>
@@ -62,9 +64,10 @@ int main(int argc, char **argv)
 	uint8_t child[FERRY_HASH_LEN], bh[FERRY_HASH_LEN], leaf[FERRY_HASH_LEN];
 	char name[STREAM_NAME_MAX + 1] = "deep/fs@s";
 	int r;
-	if (argc < 2 || argc > 4)
-		die("usage: mkdeepstream DEPTH [DATASET@SNAP [VARIANT]]", 0);
-	const char *variant = argc == 4 ? argv[3] : "";
+	if (argc < 2 || argc > 5 || (argc == 5 && strcmp(argv[4], "incremental")))
+		die("usage: mkdeepstream DEPTH [DATASET@SNAP [VARIANT [incremental]]]", 0);
+	const char *variant = argc >= 4 ? argv[3] : "";
+	int incremental = argc == 5;
 	long depth = strtol(argv[1], NULL, 10);
 	if (depth < 0 || depth > 1000000)
 		die("DEPTH out of range", 0);
@@ -91,6 +94,12 @@ int main(int argc, char **argv)
 			bg.to_guid = 0x5eed0000deebull + (uint64_t)depth;
 			bg.creation_ns = 1700000000000000000ull;
 			bg.creation_txg = 1;
+			if (incremental) {
+				bg.from_guid = bg.to_guid;
+				bg.to_guid += 0x100000000ull;
+				bg.creation_ns += 1000000000ull;
+				bg.creation_txg = 2;
+			}
 			bg.dataset = name;
 			bg.snapshot = at + 1;
 			memcpy(bg.root_hash, leaf, FERRY_HASH_LEN); /* the root, from pass 0 */
