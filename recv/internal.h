@@ -60,6 +60,7 @@ struct rcv {
 	uint64_t objs_n, reached, last_seq;
 	uint64_t sub_start;         /* decoder bytes before this substream's BEGIN */
 	int dryrun;
+	int shallow;                /* verify: the pool's nodes are not opened */
 	/* package */
 	int in_pkg;
 	uint32_t pkg_flags;
@@ -94,6 +95,9 @@ struct sub {
 	int destroy_all;            /* -F of a full stream: sl goes */
 	int partial;                /* this resumes a partial receive */
 	int skip;                   /* a package's snapshot the dataset has (same guid) */
+	int have_base;              /* an incremental's base snapshot, in sl: */
+	int64_t base_id;
+	uint8_t base_root[FERRY_HASH_LEN];
 	struct codec_spec c;        /* what its blocks are stored with */
 };
 
