@@ -4,27 +4,35 @@
  * A snapshot references the distinct blocks of its tree (snap_blocks).
  * Walking a whole new tree to list them costs a catalogue statement per
  * file however little changed. Instead the base's references are taken
- * over in one statement and corrected by what differs:
+ * over in one statement (r_seed, each block under the copy
+ * store_writer_ref would pick) and corrected by what differs:
  *
- *   W1  the new tree, from its root, descending only into nodes the pool
- *       does not have (the writer's): their blocks are "added"; every pool
- *       node they name is "kept" with its whole subtree, unopened;
+ *   W1  the new tree, from its root, descending only into the nodes the
+ *       writer holds (the capture's or the receive's own, whose blocks
+ *       the caller referenced): their blocks are "added"; every pool node
+ *       they name is "kept" with its whole subtree, unopened;
  *   W2  the base tree, descending only into nodes not kept: a kept node
  *       met there is "hit" (it and its subtree are the base's, so its
  *       blocks are among the base's references); the blocks of what W2
  *       walks are "gone" candidates;
  *   W3  a kept node W2 never hit may come from outside the base (a
  *       directory copied, a stream naming another dataset's node): its
- *       subtree is walked and referenced like new content;
- *   W4  a gone candidate that was also added is live. Any left may still
- *       be used elsewhere in the tree (the same block in an unchanged
- *       file): only then is the new tree walked to find them, one node
- *       read a file, no statement a block unless an in-memory filter says
- *       the block may be a candidate.
+ *       subtree is walked and its blocks referenced, as a walk of the
+ *       whole tree would (each under the copy store_writer_ref picks,
+ *       unless the writer references the block already);
+ *   W4  a gone candidate that was also added, and that the writer already
+ *       references under the very copy the base's reference names, is
+ *       settled: keeping that reference changes nothing. Any other may
+ *       still be used by the unchanged part of the tree (the same block
+ *       in an unchanged file): only then are the hit subtrees walked to
+ *       find them, one node read a file, no statement a block unless an
+ *       in-memory filter says the block may be a candidate.
  *
- * What is left gone is dropped from the references. The sets are TEMP
- * tables (bounded memory); every walk remembers the nodes it opened, so a
- * tree that shares subtrees (a DAG) costs one visit per distinct node. */
+ * The base's references of blocks left gone are dropped, the rest join
+ * the writer's. So the result is the one a walk of the whole new tree
+ * gives, reference for reference. The sets are TEMP tables (bounded
+ * memory); every walk remembers the nodes it opened, so a tree that
+ * shares subtrees (a DAG) costs one visit per distinct node. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,8 +47,8 @@ static const char side_key[] = {'n', 'o', 'a', 'l'};
 struct refs {
 	struct store_writer *w;
 	struct store_pool *p;
-	sqlite3_stmt *st_main, *st_tmp, *st_in_main, *st_seen, *st_keep, *st_hit, *st_added,
-		*st_gone, *st_live, *st_page;
+	sqlite3_stmt *st_main, *st_tmp, *st_in_tmp, *st_seen, *st_keep, *st_hit, *st_added,
+		*st_gone, *st_live, *st_page, *st_has_ref;
 	uint8_t *filter;
 	uint64_t left;  /* W4: candidates not yet found in the tree */
 	struct fbuf nb; /* the blocklist node being read */
@@ -57,8 +65,10 @@ static const char temp_schema[] =
 	"  hit INTEGER NOT NULL) WITHOUT ROWID;"
 	"CREATE TEMP TABLE IF NOT EXISTS r_added(hash BLOB PRIMARY KEY) WITHOUT ROWID;"
 	"CREATE TEMP TABLE IF NOT EXISTS r_gone(hash BLOB PRIMARY KEY) WITHOUT ROWID;"
+	"CREATE TEMP TABLE IF NOT EXISTS r_seed(hash BLOB NOT NULL, codec INTEGER NOT NULL,"
+	"  level INTEGER NOT NULL, PRIMARY KEY(hash, codec, level)) WITHOUT ROWID;"
 	"DELETE FROM temp.r_seen; DELETE FROM temp.r_keep; DELETE FROM temp.r_added;"
-	" DELETE FROM temp.r_gone;";
+	" DELETE FROM temp.r_gone; DELETE FROM temp.r_seed;";
 
 /* Runs st (hash bound as ?1, its other parameters bound by the caller) as
  * one of the writer's batched TEMP-table statements: 1 when it changed a
@@ -149,7 +159,8 @@ static int block(struct refs *x, int side, const uint8_t *hash)
 		r = run_changes(x, x->st_added, hash, "walking a tree");
 		break;
 	case SIDE_ADD:
-		if ((r = run_changes(x, x->st_added, hash, "walking a tree")) >= 0)
+		if ((r = run_changes(x, x->st_added, hash, "walking a tree")) >= 0 &&
+		    (r = exists(x, x->st_has_ref, hash)) == 0)
 			r = store_writer_ref(x->w, hash);
 		break;
 	case SIDE_OLD:
@@ -177,7 +188,7 @@ static int bl_walk(struct refs *x, int side, int type, const uint8_t *hash, int 
 		return ferry_err(FERR_CORRUPT, "blocklist deeper than %d levels", NODE_DEPTH_MAX);
 	if (side == SIDE_LIVE && !x->left)
 		return 0;
-	if (side == SIDE_NEW && (r = exists(x, x->st_in_main, hash)) != 0)
+	if (side == SIDE_NEW && (r = exists(x, x->st_in_tmp, hash)) <= 0)
 		return r < 0 ? r : keep(x, hash, type);
 	if (side == SIDE_OLD && (r = run_changes(x, x->st_hit, hash, "walking a tree")) != 0)
 		return r < 0 ? r : 0;
@@ -220,7 +231,7 @@ static int w_enter(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], unsi
 	(void)level;
 	if (s->side == SIDE_LIVE && !x->left)
 		return 1;
-	if (s->side == SIDE_NEW && (r = exists(x, x->st_in_main, hash)) != 0)
+	if (s->side == SIDE_NEW && (r = exists(x, x->st_in_tmp, hash)) <= 0)
 		return r < 0 ? r : (r = keep(x, hash, type)) < 0 ? r : 1;
 	if (s->side == SIDE_OLD && (r = run_changes(x, x->st_hit, hash, "walking a tree")) != 0)
 		return r < 0 ? r : 1;
@@ -278,8 +289,9 @@ out:
 	return r;
 }
 
-/* W3: every kept node W2 did not meet, walked as new content of the pool's. */
-static int walk_unhit(struct refs *x)
+/* Walks every kept node W2 did (hit 1: W4) or did not (hit 0: W3) meet as
+ * side. */
+static int walk_kept(struct refs *x, int hit, int side)
 {
 	uint8_t page[KEEP_PAGE][FERRY_HASH_LEN], last[FERRY_HASH_LEN];
 	int types[KEEP_PAGE];
@@ -289,7 +301,8 @@ static int walk_unhit(struct refs *x)
 		size_t n = 0;
 		/* a page at a time: the walks below write to the TEMP tables */
 		sqlite3_reset(x->st_page);
-		sqlite3_bind_blob(x->st_page, 1, last, FERRY_HASH_LEN, SQLITE_STATIC);
+		sqlite3_bind_int(x->st_page, 1, hit);
+		sqlite3_bind_blob(x->st_page, 2, last, FERRY_HASH_LEN, SQLITE_STATIC);
 		int s = SQLITE_DONE;
 		while (n < KEEP_PAGE && (s = sqlite3_step(x->st_page)) == SQLITE_ROW) {
 			const void *h = sqlite3_column_blob(x->st_page, 0);
@@ -310,7 +323,7 @@ static int walk_unhit(struct refs *x)
 			return 0;
 		for (size_t i = 0; i < n; i++) {
 			int is_dir = types[i] == NODE_DIR || types[i] == NODE_EXT;
-			if ((r = walk_child(x, SIDE_ADD, types[i], page[i], is_dir)) < 0)
+			if ((r = walk_child(x, side, types[i], page[i], is_dir)) < 0)
 				return r;
 		}
 		memcpy(last, page[n - 1], FERRY_HASH_LEN);
@@ -358,7 +371,7 @@ static int fill_filter(struct refs *x)
  * pick (the first in (codec, level) order), so the result is the one a
  * walk of the whole tree gives. */
 static const char seed_sql[] =
-	"INSERT OR IGNORE INTO temp.w_refs(hash, codec, level)"
+	"INSERT OR IGNORE INTO temp.r_seed(hash, codec, level)"
 	" SELECT c.hash, c.codec, c.level FROM main.snap_blocks s"
 	" JOIN main.blocks b ON b.id = s.block_id"
 	" JOIN main.blocks c ON c.id = (SELECT id FROM main.blocks WHERE hash = b.hash"
@@ -370,7 +383,7 @@ int store_writer_refs_since(struct store_writer *w, int64_t base_id,
 {
 	struct refs x;
 	struct store_pool *p = writer_pool(w);
-	int r;
+	int changed = memcmp(root, base_root, FERRY_HASH_LEN) != 0, r;
 	memset(&x, 0, sizeof x);
 	x.w = w;
 	x.p = p;
@@ -379,7 +392,7 @@ int store_writer_refs_since(struct store_writer *w, int64_t base_id,
 		goto out;
 	if ((r = cat_prepare(p, "SELECT type, data FROM main.nodes WHERE hash = ?", &x.st_main)) < 0 ||
 	    (r = cat_prepare(p, "SELECT type, data FROM temp.w_nodes WHERE hash = ?", &x.st_tmp)) < 0 ||
-	    (r = cat_prepare(p, "SELECT 1 FROM main.nodes WHERE hash = ?", &x.st_in_main)) < 0 ||
+	    (r = cat_prepare(p, "SELECT 1 FROM temp.w_nodes WHERE hash = ?", &x.st_in_tmp)) < 0 ||
 	    (r = cat_prepare(p, "INSERT OR IGNORE INTO temp.r_seen(k) VALUES(?)", &x.st_seen)) < 0 ||
 	    (r = cat_prepare(p, "INSERT OR IGNORE INTO temp.r_keep(hash, type, hit) VALUES(?1, ?2, 0)",
 			     &x.st_keep)) < 0 ||
@@ -387,37 +400,52 @@ int store_writer_refs_since(struct store_writer *w, int64_t base_id,
 	    (r = cat_prepare(p, "INSERT OR IGNORE INTO temp.r_added(hash) VALUES(?)", &x.st_added)) < 0 ||
 	    (r = cat_prepare(p, "INSERT OR IGNORE INTO temp.r_gone(hash) VALUES(?)", &x.st_gone)) < 0 ||
 	    (r = cat_prepare(p, "DELETE FROM temp.r_gone WHERE hash = ?", &x.st_live)) < 0 ||
-	    (r = cat_prepare(p, "SELECT hash, type FROM temp.r_keep WHERE hit = 0 AND hash > ?"
+	    (r = cat_prepare(p, "SELECT 1 FROM temp.w_refs WHERE hash = ? LIMIT 1", &x.st_has_ref)) < 0 ||
+	    (r = cat_prepare(p, "SELECT hash, type FROM temp.r_keep WHERE hit = ?1 AND hash > ?2"
 			     " ORDER BY hash", &x.st_page)) < 0)
 		goto out;
-	if (memcmp(root, base_root, FERRY_HASH_LEN) != 0) {
+	/* W1-W3 */
+	if (changed && ((r = walk_root(&x, SIDE_NEW, root)) < 0 ||
+			(r = walk_root(&x, SIDE_OLD, base_root)) < 0 ||
+			(r = walk_kept(&x, 0, SIDE_ADD)) < 0))
+		goto out;
+	if ((r = writer_batch_op(w)) < 0 || (r = cat_exec_i64(p, seed_sql, base_id)) < 0)
+		goto out;
+	if (changed) {
 		uint64_t n = 0;
-		if ((r = walk_root(&x, SIDE_NEW, root)) < 0 || (r = walk_root(&x, SIDE_OLD, base_root)) < 0 ||
-		    (r = walk_unhit(&x)) < 0 || (r = writer_batch_op(w)) < 0 ||
-		    (r = cat_exec(p, "DELETE FROM temp.r_gone WHERE hash IN"
-				     " (SELECT hash FROM temp.r_added)")) < 0 ||
+		/* W4 */
+		if ((r = writer_batch_op(w)) < 0 ||
+		    (r = cat_exec(p, "DELETE FROM temp.r_gone WHERE hash IN (SELECT a.hash"
+				     " FROM temp.r_added a JOIN temp.r_seed s ON s.hash = a.hash"
+				     " JOIN temp.w_refs f ON f.hash = s.hash AND f.codec = s.codec"
+				     " AND f.level = s.level)")) < 0 ||
 		    (r = count_gone(&x, &n)) < 0)
 			goto out;
 		if (n) {
 			x.left = n;
-			if ((r = fill_filter(&x)) < 0 || (r = walk_root(&x, SIDE_LIVE, root)) < 0)
+			if ((r = fill_filter(&x)) < 0 || (r = walk_kept(&x, 1, SIDE_LIVE)) < 0)
 				goto out;
 		}
+		if ((r = writer_batch_op(w)) < 0 ||
+		    (r = cat_exec(p, "DELETE FROM temp.r_seed WHERE hash IN"
+				     " (SELECT hash FROM temp.r_gone)")) < 0)
+			goto out;
 	}
-	if ((r = writer_batch_op(w)) < 0 || (r = cat_exec_i64(p, seed_sql, base_id)) < 0 ||
-	    (r = writer_batch_op(w)) < 0 ||
-	    (r = cat_exec(p, "DELETE FROM temp.w_refs WHERE hash IN (SELECT hash FROM temp.r_gone)")) < 0)
+	if ((r = writer_batch_op(w)) < 0)
 		goto out;
+	r = cat_exec(p, "INSERT OR IGNORE INTO temp.w_refs(hash, codec, level)"
+		     " SELECT hash, codec, level FROM temp.r_seed");
 out:
 	sqlite3_finalize(x.st_main);
 	sqlite3_finalize(x.st_tmp);
-	sqlite3_finalize(x.st_in_main);
+	sqlite3_finalize(x.st_in_tmp);
 	sqlite3_finalize(x.st_seen);
 	sqlite3_finalize(x.st_keep);
 	sqlite3_finalize(x.st_hit);
 	sqlite3_finalize(x.st_added);
 	sqlite3_finalize(x.st_gone);
 	sqlite3_finalize(x.st_live);
+	sqlite3_finalize(x.st_has_ref);
 	sqlite3_finalize(x.st_page);
 	free(x.filter);
 	fbuf_release(&x.nb);
