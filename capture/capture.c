@@ -244,7 +244,7 @@ int capture_snapshot(struct store_pool *p, const struct store_ds *ds, const char
 		if (r < 0)
 			goto out;
 	}
-	if (c.have_base && (r = store_writer_refs_since(c.w, c.base_id, c.base_root, root)) < 0)
+	if (c.have_base && (r = store_writer_refs_since(c.w, c.base_id, c.base_root, root, NULL, NULL)) < 0)
 		goto out;
 	if ((r = store_writer_nrefs(c.w, &st->blocks_total)) < 0)
 		goto out;

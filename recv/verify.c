@@ -214,6 +214,14 @@ out:
 	return rc;
 }
 
+/* store_node_pred: the stream's own nodes, which the pool may have had
+ * already (a snapshot destroyed but not yet collected, another dataset's
+ * same directory). */
+static int stream_node(void *arg, const uint8_t hash[FERRY_HASH_LEN])
+{
+	return is_obj(arg, hash);
+}
+
 /* After END: every block stored, the whole new tree walked, and every
  * object of the stream reached by that walk. */
 int recv_sub_verify(struct rcv *r, struct sub *s)
@@ -238,6 +246,7 @@ int recv_sub_verify(struct rcv *r, struct sub *s)
 		return ferry_err(FERR_CORRUPT, "the stream carries %llu objects the snapshot does "
 				 "not use", (unsigned long long)(r->objs_n - r->reached));
 	if (r->shallow)
-		return store_writer_refs_since(r->w, s->base_id, s->base_root, b->root_hash);
+		return store_writer_refs_since(r->w, s->base_id, s->base_root, b->root_hash,
+					       stream_node, r);
 	return 0;
 }

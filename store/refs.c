@@ -7,10 +7,11 @@
  * over in one statement (r_seed, each block under the copy
  * store_writer_ref would pick) and corrected by what differs:
  *
- *   W1  the new tree, from its root, descending only into the nodes the
- *       writer holds (the capture's or the receive's own, whose blocks
- *       the caller referenced): their blocks are "added"; every pool node
- *       they name is "kept" with its whole subtree, unopened;
+ *   W1  the new tree, from its root, descending only into the caller's
+ *       nodes (those the writer holds, and a receive's own that the pool
+ *       had already: the caller referenced their blocks): their blocks
+ *       are "added"; every other pool node they name is "kept" with its
+ *       whole subtree, unopened;
  *   W2  the base tree, descending only into nodes not kept: a kept node
  *       met there is "hit" (it and its subtree are the base's, so its
  *       blocks are among the base's references); the blocks of what W2
@@ -49,6 +50,8 @@ struct refs {
 	struct store_pool *p;
 	sqlite3_stmt *st_main, *st_tmp, *st_in_tmp, *st_seen, *st_keep, *st_hit, *st_added,
 		*st_gone, *st_live, *st_page, *st_has_ref;
+	store_node_pred is_new;
+	void *arg;
 	uint8_t *filter;
 	uint64_t left;  /* W4: candidates not yet found in the tree */
 	struct fbuf nb; /* the blocklist node being read */
@@ -117,6 +120,16 @@ static int rd_node(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, str
 	char hex[FERRY_HASH_HEX];
 	hash_to_hex(hash, hex);
 	return ferry_err(FERR_NOENT, "node %s is neither the writer's nor in the pool", hex);
+}
+
+/* W1: 1 when node hash is the caller's (the writer holds it, or is_new
+ * says so), else 0. */
+static int callers(struct refs *x, const uint8_t *hash)
+{
+	int r = exists(x, x->st_in_tmp, hash);
+	if (r == 0 && x->is_new)
+		r = x->is_new(x->arg, hash);
+	return r;
 }
 
 /* 1 the first time side opens node hash, 0 after. */
@@ -188,7 +201,7 @@ static int bl_walk(struct refs *x, int side, int type, const uint8_t *hash, int 
 		return ferry_err(FERR_CORRUPT, "blocklist deeper than %d levels", NODE_DEPTH_MAX);
 	if (side == SIDE_LIVE && !x->left)
 		return 0;
-	if (side == SIDE_NEW && (r = exists(x, x->st_in_tmp, hash)) <= 0)
+	if (side == SIDE_NEW && (r = callers(x, hash)) <= 0)
 		return r < 0 ? r : keep(x, hash, type);
 	if (side == SIDE_OLD && (r = run_changes(x, x->st_hit, hash, "walking a tree")) != 0)
 		return r < 0 ? r : 0;
@@ -231,7 +244,7 @@ static int w_enter(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], unsi
 	(void)level;
 	if (s->side == SIDE_LIVE && !x->left)
 		return 1;
-	if (s->side == SIDE_NEW && (r = exists(x, x->st_in_tmp, hash)) <= 0)
+	if (s->side == SIDE_NEW && (r = callers(x, hash)) <= 0)
 		return r < 0 ? r : (r = keep(x, hash, type)) < 0 ? r : 1;
 	if (s->side == SIDE_OLD && (r = run_changes(x, x->st_hit, hash, "walking a tree")) != 0)
 		return r < 0 ? r : 1;
@@ -379,7 +392,8 @@ static const char seed_sql[] =
 	" WHERE s.snap_id = ?";
 
 int store_writer_refs_since(struct store_writer *w, int64_t base_id,
-			    const uint8_t base_root[FERRY_HASH_LEN], const uint8_t root[FERRY_HASH_LEN])
+			    const uint8_t base_root[FERRY_HASH_LEN], const uint8_t root[FERRY_HASH_LEN],
+			    store_node_pred is_new, void *arg)
 {
 	struct refs x;
 	struct store_pool *p = writer_pool(w);
@@ -387,6 +401,8 @@ int store_writer_refs_since(struct store_writer *w, int64_t base_id,
 	memset(&x, 0, sizeof x);
 	x.w = w;
 	x.p = p;
+	x.is_new = is_new;
+	x.arg = arg;
 	fbuf_init(&x.nb, NODE_MAX);
 	if ((r = writer_batch_op(w)) < 0 || (r = cat_exec(p, temp_schema)) < 0)
 		goto out;
