@@ -14,7 +14,10 @@
  *
  * Incremental: entries of the dataset's newest snapshot are matched by name;
  * a regular file with the same size, mtime, ctime and inode keeps its
- * blocklist without being read (its blocks are only referenced). */
+ * blocklist without being read or even opened in the catalogue: the new
+ * snapshot takes over the base's block references at the end and
+ * corrects them by what changed (store_writer_refs_since), so an
+ * unchanged file costs its lstat. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -97,6 +100,9 @@ static int old_root(struct cap *c, int *kind, struct node_dir *od, int *have)
 		goto out;
 	if ((r = node_root_decode(b.data, b.len, kind, &e, &xa)) < 0)
 		goto out;
+	c->have_base = 1;
+	c->base_id = s.id;
+	memcpy(c->base_root, s.root, FERRY_HASH_LEN);
 	if (*kind == NODE_ROOT_FILESYSTEM) {
 		if ((r = node_dir_load(cap_rd_node, c->rd, e.child_type, e.child, od)) < 0)
 			goto out;
@@ -238,6 +244,10 @@ int capture_snapshot(struct store_pool *p, const struct store_ds *ds, const char
 		if (r < 0)
 			goto out;
 	}
+	if (c.have_base && (r = store_writer_refs_since(c.w, c.base_id, c.base_root, root, NULL, NULL)) < 0)
+		goto out;
+	if ((r = store_writer_nrefs(c.w, &st->blocks_total)) < 0)
+		goto out;
 	store_writer_counters(c.w, &st->blocks_written, &st->bytes_written);
 	cap_progress(&c, 1);
 	store_writer_last(c.w);

@@ -6,25 +6,14 @@
 
 #include "internal.h"
 
-/* cap_current's walk: every block of every file is referenced again. */
-static int current_entry(void *arg, const struct node_walk_entry *we)
-{
-	struct cap *c = arg;
-	const struct node_entry *e = we->e;
-	if (e->ftype != NODE_F_REG || !e->child_type)
-		return 0;
-	c->st->files_reused++;
-	return node_bl_walk(cap_rd_node, c->rd, e->child_type, e->child, e->size, cap_ref_extent, c);
-}
-
 /* A dataset with nothing to capture from (no source, no --from) is, as a
  * zfs dataset nobody wrote to, what its newest snapshot holds: the new
- * snapshot gets that root and references its blocks again. Without a
+ * snapshot gets that root and, through c->have_base, that snapshot's
+ * block references, without a walk of its tree. Without a
  * snapshot it is empty: an empty directory owned by root (mode 0755, as a
  * new zfs filesystem), or a volume of volsize zero bytes (all holes). */
 int cap_current(struct cap *c, uint8_t *root)
 {
-	static const struct node_walk_ops ops = {NULL, current_entry, NULL};
 	struct store_snap s;
 	struct node_entry e;
 	struct node_xattr *xa = NULL;
@@ -42,12 +31,10 @@ int cap_current(struct cap *c, uint8_t *root)
 				r = ferry_err(FERR_CORRUPT, "'%s' is not a root node", s.name);
 			goto out;
 		}
-		if (e.child_type && kind == NODE_ROOT_VOLUME)
-			r = node_bl_walk(cap_rd_node, c->rd, e.child_type, e.child, e.size, cap_ref_extent, c);
-		else if (e.child_type)
-			r = node_tree_walk(cap_rd_node, c->rd, e.child_type, e.child, &ops, c);
-		if (r == 0)
-			memcpy(root, s.root, FERRY_HASH_LEN);
+		memcpy(root, s.root, FERRY_HASH_LEN);
+		c->have_base = 1;
+		c->base_id = s.id;
+		memcpy(c->base_root, s.root, FERRY_HASH_LEN);
 		goto out;
 	}
 	if (r != -FERR_NOENT)

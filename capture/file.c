@@ -53,15 +53,6 @@ static struct link *link_find(struct cap *c, dev_t dev, ino_t ino, int add)
 	return &c->links[h];
 }
 
-int cap_ref_extent(void *arg, const struct node_extent *x, uint64_t off)
-{
-	struct cap *c = arg;
-	if (x->hole)
-		return 0;
-	c->st->blocks_total++;
-	return store_writer_ref(c->w, x->hash);
-}
-
 /* Gives ce its own copy of the old entry's xattrs. */
 static int copy_xattrs(struct centry *ce, const struct node_entry *oe)
 {
@@ -141,19 +132,17 @@ static int file_unchanged(const struct node_entry *oe, const struct stat *sb)
 	       oe->ctime_nsec == (uint32_t)sb->st_ctim.tv_nsec && oe->ino == (uint64_t)sb->st_ino;
 }
 
-/* Gives ce the blocklist oe recorded, referencing its blocks without reading
- * the file, and makes it the known content of the file's other links. */
+/* Gives ce the blocklist oe recorded without reading the file, and makes
+ * it the known content of the file's other links. Its blocks are not
+ * referenced here: oe is the base snapshot's (c->have_base), whose
+ * references the new snapshot takes over at the end. */
 static int reuse_file(struct cap *c, struct centry *ce, const struct node_entry *oe,
 		      const struct stat *sb)
 {
 	struct link *lk;
-	int r;
 	ce->e.size = oe->size;
 	ce->e.child_type = oe->child_type;
 	memcpy(ce->e.child, oe->child, FERRY_HASH_LEN);
-	if (oe->child_type &&
-	    (r = node_bl_walk(cap_rd_node, c->rd, oe->child_type, oe->child, oe->size, cap_ref_extent, c)) < 0)
-		return r;
 	c->st->files_reused++;
 	if (sb->st_nlink > 1 && (lk = link_find(c, sb->st_dev, sb->st_ino, 1))) {
 		lk->ready = 1;

@@ -192,6 +192,12 @@ struct cap {
 	struct fbuf path;
 	uint64_t last_progress;
 	int partial;
+	/* the newest snapshot, which an unchanged file's entry comes from:
+	 * its blocks are not referenced file by file but at the end, from the
+	 * base's references (store_writer_refs_since) */
+	int have_base;
+	int64_t base_id;
+	uint8_t base_root[FERRY_HASH_LEN];
 };
 
 /* Directory fds kept open besides the root's. */
@@ -249,9 +255,6 @@ int cap_old_records(struct cap *c, struct cfile *f, const struct node_entry *oe)
  * (warned). */
 int cap_file(struct cap *c, int dirfd, const char *name, const struct stat *lsb,
 	     const struct node_entry *oe, struct centry *ce) FERRY_WUR;
-/* node_bl_walk callback (arg: the struct cap): references a stored extent
- * again in the snapshot being written, counting it; holes are skipped. */
-int cap_ref_extent(void *arg, const struct node_extent *x, uint64_t off) FERRY_WUR;
 
 /* ---- current.c ---------------------------------------------------------------------- */
 

@@ -63,6 +63,7 @@ struct rcv {
 	struct codec_spec tried;    /* the stream's HINT: codec-off WRITEs were tried
 				     * with this (id CODEC_OFF: no claim) */
 	int dryrun;
+	int shallow;                /* verify: the pool's nodes are not opened */
 	/* package */
 	int in_pkg;
 	uint32_t pkg_flags;
@@ -97,6 +98,9 @@ struct sub {
 	int destroy_all;            /* -F of a full stream: sl goes */
 	int partial;                /* this resumes a partial receive */
 	int skip;                   /* a package's snapshot the dataset has (same guid) */
+	int have_base;              /* an incremental's base snapshot, in sl: */
+	int64_t base_id;
+	uint8_t base_root[FERRY_HASH_LEN];
 	struct codec_spec c;        /* what its blocks are stored with */
 };
 

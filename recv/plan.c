@@ -176,6 +176,9 @@ int recv_sub_plan(struct rcv *r, struct sub *s)
 							 s->sl.v[bi].name, s->dsname);
 				s->rollback_to = bi;
 			}
+			s->have_base = 1;
+			s->base_id = s->sl.v[bi].id;
+			memcpy(s->base_root, s->sl.v[bi].root, FERRY_HASH_LEN);
 		}
 	} else if (s->exists && !dd) {
 		/* as zfs: a full stream makes a new dataset; -F overwrites one */

@@ -1,6 +1,14 @@
 /* recv/verify.c — the walk at END: the new tree walked once (shared
  * subtrees once), spans and types checked, blocks of earlier snapshots
- * referenced, and every object of the stream reached. */
+ * referenced, and every object of the stream reached.
+ *
+ * An incremental into its base snapshot walks only what the stream
+ * brought (r->shallow): a node the pool has was checked when the snapshot
+ * that brought it was committed, so it is not opened again (a blocklist
+ * only for its span, against the file that names it), and the snapshot's
+ * references are the base's corrected by what changed
+ * (store_writer_refs_since), so the cost is the stream's, not the
+ * dataset's. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +25,14 @@ static int reach(struct rcv *r, char kind, const uint8_t *hash)
 		return rc;
 	r->reached += (uint64_t)rc;
 	return 0;
+}
+
+/* 1 when node hash is one of this stream's objects, else 0. */
+static int is_obj(struct rcv *r, const uint8_t *hash)
+{
+	uint8_t key[KEY_LEN];
+	recv_key(key, 'N', hash);
+	return store_hset_get(r->objs, key, sizeof key, NULL);
 }
 
 static int walk_rd(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, struct fbuf *out)
@@ -73,6 +89,10 @@ static int walk_bl(struct rcv *r, int type, const uint8_t *hash, uint64_t span, 
 		return rc < 0 ? rc : 0;
 	if (depth > NODE_DEPTH_MAX)
 		return ferry_err(FERR_CORRUPT, "blocklist deeper than %d levels", NODE_DEPTH_MAX);
+	/* shallow: the pool's blocklist is whole; only its span is the file's */
+	int deep = 1;
+	if (r->shallow && (deep = is_obj(r, hash)) < 0)
+		return deep;
 	fbuf_init(&b, NODE_MAX);
 	if ((rc = walk_rd(r, hash, &t, &b)) < 0)
 		goto out;
@@ -93,7 +113,7 @@ static int walk_bl(struct rcv *r, int type, const uint8_t *hash, uint64_t span, 
 				       (unsigned long long)sum, (unsigned long long)span);
 			goto out;
 		}
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; deep && i < n; i++)
 			if (!x[i].hole && (rc = walk_block(r, x[i].hash, x[i].len)) < 0)
 				goto out;
 	} else if (t == NODE_BLOCKLIST_INDEX) {
@@ -110,7 +130,7 @@ static int walk_bl(struct rcv *r, int type, const uint8_t *hash, uint64_t span, 
 			goto out;
 		}
 		fbuf_release(&b);
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; deep && i < n; i++)
 			if ((rc = walk_bl(r, k[i].type, k[i].hash, k[i].span, depth + 1)) < 0)
 				goto out;
 	} else {
@@ -137,6 +157,8 @@ static int wd_enter(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], uns
 	recv_key(vkey, 'D', hash);
 	if ((rc = store_hset_get(r->seen, vkey, sizeof vkey, NULL)) != 0)
 		return rc;
+	if (r->shallow && (rc = is_obj(r, hash)) <= 0)
+		return rc < 0 ? rc : 1; /* the pool's: not opened */
 	return 0;
 }
 
@@ -192,6 +214,14 @@ out:
 	return rc;
 }
 
+/* store_node_pred: the stream's own nodes, which the pool may have had
+ * already (a snapshot destroyed but not yet collected, another dataset's
+ * same directory). */
+static int stream_node(void *arg, const uint8_t hash[FERRY_HASH_LEN])
+{
+	return is_obj(arg, hash);
+}
+
 /* After END: every block stored, the whole new tree walked, and every
  * object of the stream reached by that walk. */
 int recv_sub_verify(struct rcv *r, struct sub *s)
@@ -209,10 +239,14 @@ int recv_sub_verify(struct rcv *r, struct sub *s)
 			return ferry_err(FERR_CORRUPT, "an empty incremental whose root is not in the "
 					 "pool");
 	}
+	r->shallow = b->from_guid && s->have_base && !r->dryrun;
 	if ((rc = walk_tree(r, b)) < 0)
 		return rc;
 	if (r->reached != r->objs_n)
 		return ferry_err(FERR_CORRUPT, "the stream carries %llu objects the snapshot does "
 				 "not use", (unsigned long long)(r->objs_n - r->reached));
+	if (r->shallow)
+		return store_writer_refs_since(r->w, s->base_id, s->base_root, b->root_hash,
+					       stream_node, r);
 	return 0;
 }

@@ -212,6 +212,11 @@ void pack_tx_end(struct store_pool *p, int committed);
  * them is committed again. */
 int writer_persist(struct store_writer *w) FERRY_WUR;
 void writer_forget(struct store_writer *w);
+/* writer.c, for refs.c: the pool w writes to; and the writer's batching of
+ * TEMP-table statements, to be called before each one (a broken writer
+ * refuses). */
+struct store_pool *writer_pool(const struct store_writer *w);
+int writer_batch_op(struct store_writer *w) FERRY_WUR;
 /* reader.c, for reader.c and xfer.c: the node row st just stepped to
  * (columns type, data) into out and *type, checked (type 1-4, at most
  * NODE_MAX bytes, content matching hash); resets st. */

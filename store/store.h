@@ -550,6 +550,25 @@ int store_writer_put(struct store_writer *w, const struct store_block *b, int *s
 /* References an existing block by hash (any codec); -FERR_NOENT if the
  * pool and this writer have no copy. */
 int store_writer_ref(struct store_writer *w, const uint8_t hash[FERRY_HASH_LEN]) FERRY_WUR;
+/* Gives the snapshot w builds, whose root node is root, the block
+ * references of its whole tree, at the cost of what differs from the
+ * committed snapshot base_id (root node base_root): the base's references
+ * are taken over, those of the subtrees only the new tree has are added
+ * and those of what only the base had are dropped unless the new tree
+ * still uses them (store/refs.c says how). The caller has referenced every
+ * block that the nodes w holds name (a capture's or receive's own), and
+ * those of the nodes for which is_new (may be NULL) returns 1 (a
+ * receive's own nodes that the pool happened to have already, which the
+ * writer does not hold again); every other node the pool has is taken as
+ * a subtree of its own. Call it once, before the commit; the references
+ * made so far stay. */
+typedef int (*store_node_pred)(void *arg, const uint8_t hash[FERRY_HASH_LEN]);
+int store_writer_refs_since(struct store_writer *w, int64_t base_id,
+			    const uint8_t base_root[FERRY_HASH_LEN],
+			    const uint8_t root[FERRY_HASH_LEN], store_node_pred is_new,
+			    void *arg) FERRY_WUR;
+/* How many distinct blocks (per codec) w references so far. */
+int store_writer_nrefs(struct store_writer *w, uint64_t *n) FERRY_WUR;
 /* 1 when the pool or this writer holds hash under codec c, else 0. */
 int store_writer_has(struct store_writer *w, const uint8_t hash[FERRY_HASH_LEN],
 		     struct codec_spec c) FERRY_WUR;

@@ -347,6 +347,16 @@ static int batch_op(struct store_writer *w)
 	return 0;
 }
 
+struct store_pool *writer_pool(const struct store_writer *w)
+{
+	return w->p;
+}
+
+int writer_batch_op(struct store_writer *w)
+{
+	return batch_op(w);
+}
+
 void store_writer_free(struct store_writer *w)
 {
 	if (!w)

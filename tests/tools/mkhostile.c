@@ -11,7 +11,16 @@
  * refuse it, one line "CLASS<TAB>TEXT": the error class (corrupt, limit,
  * unsupported: the FERR_* name) and text the refusal's detail holds,
  * naming the very object that is wrong (a hash's first 16 hex digits)
- * where there is one. Exits 0, or 1 on any error. */
+ * where there is one.
+ *
+ *   mkhostile -i FROMGUID LEAF SIZE OUTDIR
+ *
+ * writes incremental streams onto the snapshot of guid FROMGUID, whose
+ * pool holds blocklist node LEAF (hex) of a SIZE-byte file:
+ * incr-dangling (names a directory node nobody has), incr-span (names
+ * LEAF for a file of SIZE + 1 bytes), each with its .expect, and incr-ok
+ * (LEAF as "copy", and a new file "new": valid). Exits 0, or 1 on any
+ * error. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +47,7 @@ struct hs {
 	uint8_t root[FERRY_HASH_LEN];
 	uint8_t root_type;
 	uint8_t ds_type;
+	uint64_t from_guid; /* an incremental's base */
 	const char *cls;  /* why it must be refused: expect() */
 	char why[256];
 };
@@ -194,6 +204,7 @@ static void emit(struct hs *h, const char *name)
 	b.root_type = h->root_type ? h->root_type : NODE_EXT;
 	memcpy(b.root_hash, h->root, FERRY_HASH_LEN);
 	b.to_guid = 0x1234567890abcdefull;
+	b.from_guid = h->from_guid;
 	b.creation_ns = 1700000000000000000ull;
 	b.creation_txg = 1;
 	b.dataset = "evil/fs";
@@ -482,15 +493,59 @@ static void c_escape(struct hs *h, struct node_entry *e, size_t *n)
 	e[(*n)++] = r;
 }
 
+/* mkhostile -i: incrementals onto a pool's snapshot (see the top). */
+static int incr_cases(const char *guid, const char *leafhex, const char *size)
+{
+	struct hs h;
+	struct node_entry e[2];
+	uint8_t leafh[FERRY_HASH_LEN], fake[FERRY_HASH_LEN], d[FERRY_HASH_LEN], nb[FERRY_HASH_LEN],
+		nl[FERRY_HASH_LEN];
+	uint64_t from = strtoull(guid, NULL, 10), sz = strtoull(size, NULL, 10);
+	if (!from || !sz || hash_from_hex(leafhex, leafh) < 0)
+		die("-i: bad guid, leaf or size");
+	hash_blake2b(fake, "nowhere", 7);
+	/* names a node neither the stream nor the pool has */
+	memset(&h, 0, sizeof h);
+	h.from_guid = from;
+	e[0] = fentry("copy", 4, leafh, sz);
+	e[1] = dentry("gone", fake, NODE_DIR);
+	dirnode(&h, e, 2, d);
+	rootnode(&h, d, NODE_DIR);
+	expect(&h, "corrupt", "dangling reference to node %s", hex16(fake));
+	emit(&h, "incr-dangling");
+	/* names the pool's blocklist for a file one byte longer */
+	memset(&h, 0, sizeof h);
+	h.from_guid = from;
+	e[0] = fentry("copy", 4, leafh, sz + 1);
+	dirnode(&h, e, 1, d);
+	rootnode(&h, d, NODE_DIR);
+	expect(&h, "corrupt", "blocklist covers %llu bytes, its file %llu", (unsigned long long)sz,
+	       (unsigned long long)sz + 1);
+	emit(&h, "incr-span");
+	/* valid: the pool's blocklist, and a new file */
+	memset(&h, 0, sizeof h);
+	h.from_guid = from;
+	block(&h, "brand new\n", nb);
+	leaf(&h, nb, 10, nl);
+	e[0] = fentry("copy", 4, leafh, sz);
+	e[1] = fentry("new", 3, nl, 10);
+	dirnode(&h, e, 2, d);
+	rootnode(&h, d, NODE_DIR);
+	emit(&h, "incr-ok");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: mkhostile OUTDIR\n");
+	if (!(argc == 2 || (argc == 6 && !strcmp(argv[1], "-i")))) {
+		fprintf(stderr, "usage: mkhostile OUTDIR | mkhostile -i FROMGUID LEAF SIZE OUTDIR\n");
 		return 1;
 	}
-	outdir = argv[1];
+	outdir = argv[argc - 1];
 	if (ferry_lib_init() < 0)
 		die("libsodium");
+	if (argc == 6)
+		return incr_cases(argv[2], argv[3], argv[4]);
 	static const struct {
 		const char *name;
 		entries_fn fn;

@@ -1,0 +1,484 @@
+/* store/refs.c — the block references of a snapshot built on a base
+ * snapshot, at the cost of what changed (issue 14).
+ *
+ * A snapshot references the distinct blocks of its tree (snap_blocks).
+ * Walking a whole new tree to list them costs a catalogue statement per
+ * file however little changed. Instead the base's references are taken
+ * over in one statement (r_seed, each block under the copy
+ * store_writer_ref would pick) and corrected by what differs:
+ *
+ *   W1  the new tree, from its root, descending only into the caller's
+ *       nodes (those the writer holds, and a receive's own that the pool
+ *       had already: the caller referenced their blocks): their blocks
+ *       are "added"; every other pool node they name is "kept" with its
+ *       whole subtree, unopened;
+ *   W2  the base tree, descending only into nodes not kept: a kept node
+ *       met there is "hit" (it and its subtree are the base's, so its
+ *       blocks are among the base's references); the blocks of what W2
+ *       walks are "gone" candidates;
+ *   W3  a kept node W2 never hit may come from outside the base (a
+ *       directory copied, a stream naming another dataset's node): its
+ *       subtree is walked and its blocks referenced, as a walk of the
+ *       whole tree would (each under the copy store_writer_ref picks,
+ *       unless the writer references the block already);
+ *   W4  a gone candidate that was also added, and that the writer already
+ *       references under the very copy the base's reference names, is
+ *       settled: keeping that reference changes nothing. Any other may
+ *       still be used by the unchanged part of the tree (the same block
+ *       in an unchanged file): only then are the hit subtrees walked to
+ *       find them, one node read a file, no statement a block unless an
+ *       in-memory filter says the block may be a candidate.
+ *
+ * The base's references of blocks left gone are dropped, the rest join
+ * the writer's. So the result is the one a walk of the whole new tree
+ * gives, reference for reference. The sets are TEMP tables (bounded
+ * memory); every walk remembers the nodes it opened, so a tree that
+ * shares subtrees (a DAG) costs one visit per distinct node. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define FILTER_BITS ((uint64_t)1 << 23) /* 1 MiB: ~1 % false hits at 80,000 candidates */
+#define KEEP_PAGE 256
+
+enum { SIDE_NEW, SIDE_OLD, SIDE_ADD, SIDE_LIVE };
+static const char side_key[] = {'n', 'o', 'a', 'l'};
+
+struct refs {
+	struct store_writer *w;
+	struct store_pool *p;
+	sqlite3_stmt *st_main, *st_tmp, *st_in_tmp, *st_seen, *st_keep, *st_hit, *st_added,
+		*st_gone, *st_live, *st_page, *st_has_ref;
+	store_node_pred is_new;
+	void *arg;
+	uint8_t *filter;
+	uint64_t left;  /* W4: candidates not yet found in the tree */
+	struct fbuf nb; /* the blocklist node being read */
+};
+
+struct side {
+	struct refs *x;
+	int side;
+};
+
+static const char temp_schema[] =
+	"CREATE TEMP TABLE IF NOT EXISTS r_seen(k BLOB PRIMARY KEY) WITHOUT ROWID;"
+	"CREATE TEMP TABLE IF NOT EXISTS r_keep(hash BLOB PRIMARY KEY, type INTEGER NOT NULL,"
+	"  hit INTEGER NOT NULL) WITHOUT ROWID;"
+	"CREATE TEMP TABLE IF NOT EXISTS r_added(hash BLOB PRIMARY KEY) WITHOUT ROWID;"
+	"CREATE TEMP TABLE IF NOT EXISTS r_gone(hash BLOB PRIMARY KEY) WITHOUT ROWID;"
+	"CREATE TEMP TABLE IF NOT EXISTS r_seed(hash BLOB NOT NULL, codec INTEGER NOT NULL,"
+	"  level INTEGER NOT NULL, PRIMARY KEY(hash, codec, level)) WITHOUT ROWID;"
+	"DELETE FROM temp.r_seen; DELETE FROM temp.r_keep; DELETE FROM temp.r_added;"
+	" DELETE FROM temp.r_gone; DELETE FROM temp.r_seed;";
+
+/* Runs st (hash bound as ?1, its other parameters bound by the caller) as
+ * one of the writer's batched TEMP-table statements: 1 when it changed a
+ * row, else 0. */
+static int run_changes(struct refs *x, sqlite3_stmt *st, const uint8_t *hash, const char *what)
+{
+	int r;
+	if ((r = writer_batch_op(x->w)) < 0) {
+		sqlite3_reset(st);
+		return r;
+	}
+	sqlite3_bind_blob(st, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
+	r = sqlite3_step(st) == SQLITE_DONE ? sqlite3_changes(x->p->db) > 0 : cat_err(x->p, what);
+	sqlite3_reset(st);
+	return r;
+}
+
+static int exists(struct refs *x, sqlite3_stmt *st, const uint8_t *hash)
+{
+	sqlite3_reset(st);
+	sqlite3_bind_blob(st, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
+	return pack_step_exists(x->p, st, "looking up a node");
+}
+
+/* node_read_fn: the pool's nodes first (most of what W4 reads), then the
+ * writer's. */
+static int rd_node(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, struct fbuf *out)
+{
+	struct refs *x = arg;
+	sqlite3_stmt *sts[2] = {x->st_main, x->st_tmp};
+	for (int i = 0; i < 2; i++) {
+		sqlite3_stmt *st = sts[i];
+		sqlite3_reset(st);
+		sqlite3_bind_blob(st, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
+		int s = sqlite3_step(st);
+		if (s == SQLITE_DONE) {
+			sqlite3_reset(st);
+			continue;
+		}
+		if (s != SQLITE_ROW) {
+			sqlite3_reset(st);
+			return cat_err(x->p, "reading a node");
+		}
+		return node_row_take(st, hash, type, out);
+	}
+	char hex[FERRY_HASH_HEX];
+	hash_to_hex(hash, hex);
+	return ferry_err(FERR_NOENT, "node %s is neither the writer's nor in the pool", hex);
+}
+
+/* W1: 1 when node hash is the caller's (the writer holds it, or is_new
+ * says so), else 0. */
+static int callers(struct refs *x, const uint8_t *hash)
+{
+	int r = exists(x, x->st_in_tmp, hash);
+	if (r == 0 && x->is_new)
+		r = x->is_new(x->arg, hash);
+	return r;
+}
+
+/* 1 the first time side opens node hash, 0 after. */
+static int first_visit(struct refs *x, int side, const uint8_t *hash)
+{
+	uint8_t k[1 + FERRY_HASH_LEN];
+	int r;
+	k[0] = (uint8_t)side_key[side];
+	memcpy(k + 1, hash, FERRY_HASH_LEN);
+	if ((r = writer_batch_op(x->w)) < 0)
+		return r;
+	sqlite3_reset(x->st_seen);
+	sqlite3_bind_blob(x->st_seen, 1, k, sizeof k, SQLITE_STATIC);
+	r = sqlite3_step(x->st_seen) == SQLITE_DONE ? sqlite3_changes(x->p->db) > 0
+						   : cat_err(x->p, "walking a tree");
+	sqlite3_reset(x->st_seen);
+	return r;
+}
+
+/* W1: a pool node named by the writer's: kept, with its type. */
+static int keep(struct refs *x, const uint8_t *hash, int type)
+{
+	sqlite3_reset(x->st_keep);
+	sqlite3_bind_int(x->st_keep, 2, type);
+	int r = run_changes(x, x->st_keep, hash, "walking a tree");
+	return r < 0 ? r : 0;
+}
+
+static uint64_t filter_bit(const uint8_t *hash)
+{
+	return get_le64(hash) & (FILTER_BITS - 1);
+}
+
+/* A block met by side. */
+static int block(struct refs *x, int side, const uint8_t *hash)
+{
+	int r;
+	switch (side) {
+	case SIDE_NEW:
+		r = run_changes(x, x->st_added, hash, "walking a tree");
+		break;
+	case SIDE_ADD:
+		if ((r = run_changes(x, x->st_added, hash, "walking a tree")) >= 0 &&
+		    (r = exists(x, x->st_has_ref, hash)) == 0)
+			r = store_writer_ref(x->w, hash);
+		break;
+	case SIDE_OLD:
+		r = run_changes(x, x->st_gone, hash, "walking a tree");
+		break;
+	default: {
+		uint64_t bit = filter_bit(hash);
+		if (!(x->filter[bit >> 3] & (1u << (bit & 7))))
+			return 0;
+		if ((r = run_changes(x, x->st_live, hash, "walking a tree")) == 1)
+			x->left--;
+	}
+	}
+	return r < 0 ? r : 0;
+}
+
+/* The blocks of blocklist node hash (type 2 or 3) as side sees them. */
+static int bl_walk(struct refs *x, int side, int type, const uint8_t *hash, int depth)
+{
+	struct node_extent *xs = NULL;
+	struct node_index_child *k = NULL;
+	size_t n = 0;
+	int r, t;
+	if (depth > NODE_DEPTH_MAX)
+		return ferry_err(FERR_CORRUPT, "blocklist deeper than %d levels", NODE_DEPTH_MAX);
+	if (side == SIDE_LIVE && !x->left)
+		return 0;
+	if (side == SIDE_NEW && (r = callers(x, hash)) <= 0)
+		return r < 0 ? r : keep(x, hash, type);
+	if (side == SIDE_OLD && (r = run_changes(x, x->st_hit, hash, "walking a tree")) != 0)
+		return r < 0 ? r : 0;
+	/* W4 reads a leaf for each file that names it (a leaf names no node,
+	 * so that is bounded by the directories and indexes, which are
+	 * visited once); the others remember every node */
+	if ((side != SIDE_LIVE || type == NODE_BLOCKLIST_INDEX) &&
+	    (r = first_visit(x, side, hash)) <= 0)
+		return r;
+	if ((r = rd_node(x, hash, &t, &x->nb)) < 0)
+		return r;
+	if (t != type)
+		return ferry_err(FERR_CORRUPT, "a blocklist names a node of the wrong type");
+	if (t == NODE_BLOCKLIST) {
+		if ((r = node_bl_decode(x->nb.data, x->nb.len, &xs, &n)) < 0)
+			goto out;
+		for (size_t i = 0; i < n && r == 0; i++)
+			if (!xs[i].hole)
+				r = block(x, side, xs[i].hash);
+	} else if (t == NODE_BLOCKLIST_INDEX) {
+		if ((r = node_bli_decode(x->nb.data, x->nb.len, &k, &n)) < 0)
+			goto out;
+		/* x->nb is reused below: the children are decoded out of it */
+		for (size_t i = 0; i < n && r == 0; i++)
+			r = bl_walk(x, side, k[i].type, k[i].hash, depth + 1);
+	} else {
+		r = ferry_err(FERR_CORRUPT, "a file names a node of type %d", t);
+	}
+out:
+	free(xs);
+	free(k);
+	return r;
+}
+
+static int w_enter(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], unsigned level)
+{
+	struct side *s = arg;
+	struct refs *x = s->x;
+	int r;
+	(void)level;
+	if (s->side == SIDE_LIVE && !x->left)
+		return 1;
+	if (s->side == SIDE_NEW && (r = callers(x, hash)) <= 0)
+		return r < 0 ? r : (r = keep(x, hash, type)) < 0 ? r : 1;
+	if (s->side == SIDE_OLD && (r = run_changes(x, x->st_hit, hash, "walking a tree")) != 0)
+		return r < 0 ? r : 1;
+	if ((r = first_visit(x, s->side, hash)) < 0)
+		return r;
+	return r ? 0 : 1;
+}
+
+static int w_entry(void *arg, const struct node_walk_entry *we)
+{
+	struct side *s = arg;
+	const struct node_entry *e = we->e;
+	if (s->side == SIDE_LIVE && !s->x->left)
+		return 1;
+	if (e->ftype == NODE_F_REG && e->child_type) {
+		int r = bl_walk(s->x, s->side, e->child_type, e->child, 0);
+		return r < 0 ? r : 0;
+	}
+	return 0;
+}
+
+static const struct node_walk_ops walk_ops = {w_enter, w_entry, NULL};
+
+/* Walks, as side, the tree or image under the node of the given type
+ * (a directory, a blocklist, or 0 for nothing). */
+static int walk_child(struct refs *x, int side, int type, const uint8_t *hash, int is_dir)
+{
+	struct side s = {x, side};
+	if (!type)
+		return 0;
+	if (is_dir)
+		return node_tree_walk(rd_node, x, type, hash, &walk_ops, &s);
+	return bl_walk(x, side, type, hash, 0);
+}
+
+/* Walks the snapshot tree under root node root as side. */
+static int walk_root(struct refs *x, int side, const uint8_t *root)
+{
+	struct fbuf b;
+	struct node_entry e;
+	struct node_xattr *xa = NULL;
+	int r, t, kind;
+	fbuf_init(&b, NODE_MAX);
+	if ((r = rd_node(x, root, &t, &b)) < 0)
+		goto out;
+	if (t != NODE_EXT || (r = node_root_decode(b.data, b.len, &kind, &e, &xa)) < 0) {
+		if (r >= 0)
+			r = ferry_err(FERR_CORRUPT, "a snapshot's root is not a root node");
+		goto out;
+	}
+	r = walk_child(x, side, e.child_type, e.child, kind == NODE_ROOT_FILESYSTEM);
+out:
+	free(xa);
+	fbuf_release(&b);
+	return r;
+}
+
+/* Walks every kept node W2 did (hit 1: W4) or did not (hit 0: W3) meet as
+ * side. */
+static int walk_kept(struct refs *x, int hit, int side)
+{
+	uint8_t page[KEEP_PAGE][FERRY_HASH_LEN], last[FERRY_HASH_LEN];
+	int types[KEEP_PAGE];
+	int r;
+	memset(last, 0, sizeof last);
+	for (;;) {
+		size_t n = 0;
+		/* a page at a time: the walks below write to the TEMP tables */
+		sqlite3_reset(x->st_page);
+		sqlite3_bind_int(x->st_page, 1, hit);
+		sqlite3_bind_blob(x->st_page, 2, last, FERRY_HASH_LEN, SQLITE_STATIC);
+		int s = SQLITE_DONE;
+		while (n < KEEP_PAGE && (s = sqlite3_step(x->st_page)) == SQLITE_ROW) {
+			const void *h = sqlite3_column_blob(x->st_page, 0);
+			if (sqlite3_column_bytes(x->st_page, 0) != FERRY_HASH_LEN || !h) {
+				sqlite3_reset(x->st_page);
+				return ferry_err(FERR_CATALOG, "a kept node row is damaged");
+			}
+			memcpy(page[n], h, FERRY_HASH_LEN);
+			types[n++] = sqlite3_column_int(x->st_page, 1);
+		}
+		if (n < KEEP_PAGE && s != SQLITE_DONE) {
+			r = cat_err(x->p, "walking a tree");
+			sqlite3_reset(x->st_page);
+			return r;
+		}
+		sqlite3_reset(x->st_page);
+		if (!n)
+			return 0;
+		for (size_t i = 0; i < n; i++) {
+			int is_dir = types[i] == NODE_DIR || types[i] == NODE_EXT;
+			if ((r = walk_child(x, side, types[i], page[i], is_dir)) < 0)
+				return r;
+		}
+		memcpy(last, page[n - 1], FERRY_HASH_LEN);
+	}
+}
+
+static int count_gone(struct refs *x, uint64_t *n)
+{
+	sqlite3_stmt *st = NULL;
+	int r = cat_prepare(x->p, "SELECT count(*) FROM temp.r_gone", &st);
+	if (r < 0)
+		return r;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		*n = (uint64_t)sqlite3_column_int64(st, 0);
+	else
+		r = cat_err(x->p, "counting blocks");
+	sqlite3_finalize(st);
+	return r;
+}
+
+static int fill_filter(struct refs *x)
+{
+	sqlite3_stmt *st = NULL;
+	int r, s;
+	if (!(x->filter = calloc(FILTER_BITS / 8, 1)))
+		return ferry_err(FERR_NOMEM, "walking a tree");
+	if ((r = cat_prepare(x->p, "SELECT hash FROM temp.r_gone", &st)) < 0)
+		return r;
+	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+		const uint8_t *h = sqlite3_column_blob(st, 0);
+		if (sqlite3_column_bytes(st, 0) != FERRY_HASH_LEN || !h) {
+			r = ferry_err(FERR_CATALOG, "a candidate block row is damaged");
+			break;
+		}
+		uint64_t bit = filter_bit(h);
+		x->filter[bit >> 3] |= (uint8_t)(1u << (bit & 7));
+	}
+	if (r == 0 && s != SQLITE_DONE)
+		r = cat_err(x->p, "walking a tree");
+	sqlite3_finalize(st);
+	return r;
+}
+
+/* The base's references, each block under the copy store_writer_ref would
+ * pick (the first in (codec, level) order), so the result is the one a
+ * walk of the whole tree gives. */
+static const char seed_sql[] =
+	"INSERT OR IGNORE INTO temp.r_seed(hash, codec, level)"
+	" SELECT c.hash, c.codec, c.level FROM main.snap_blocks s"
+	" JOIN main.blocks b ON b.id = s.block_id"
+	" JOIN main.blocks c ON c.id = (SELECT id FROM main.blocks WHERE hash = b.hash"
+	"  ORDER BY codec, level LIMIT 1)"
+	" WHERE s.snap_id = ?";
+
+int store_writer_refs_since(struct store_writer *w, int64_t base_id,
+			    const uint8_t base_root[FERRY_HASH_LEN], const uint8_t root[FERRY_HASH_LEN],
+			    store_node_pred is_new, void *arg)
+{
+	struct refs x;
+	struct store_pool *p = writer_pool(w);
+	int changed = memcmp(root, base_root, FERRY_HASH_LEN) != 0, r;
+	memset(&x, 0, sizeof x);
+	x.w = w;
+	x.p = p;
+	x.is_new = is_new;
+	x.arg = arg;
+	fbuf_init(&x.nb, NODE_MAX);
+	if ((r = writer_batch_op(w)) < 0 || (r = cat_exec(p, temp_schema)) < 0)
+		goto out;
+	if ((r = cat_prepare(p, "SELECT type, data FROM main.nodes WHERE hash = ?", &x.st_main)) < 0 ||
+	    (r = cat_prepare(p, "SELECT type, data FROM temp.w_nodes WHERE hash = ?", &x.st_tmp)) < 0 ||
+	    (r = cat_prepare(p, "SELECT 1 FROM temp.w_nodes WHERE hash = ?", &x.st_in_tmp)) < 0 ||
+	    (r = cat_prepare(p, "INSERT OR IGNORE INTO temp.r_seen(k) VALUES(?)", &x.st_seen)) < 0 ||
+	    (r = cat_prepare(p, "INSERT OR IGNORE INTO temp.r_keep(hash, type, hit) VALUES(?1, ?2, 0)",
+			     &x.st_keep)) < 0 ||
+	    (r = cat_prepare(p, "UPDATE temp.r_keep SET hit = 1 WHERE hash = ?", &x.st_hit)) < 0 ||
+	    (r = cat_prepare(p, "INSERT OR IGNORE INTO temp.r_added(hash) VALUES(?)", &x.st_added)) < 0 ||
+	    (r = cat_prepare(p, "INSERT OR IGNORE INTO temp.r_gone(hash) VALUES(?)", &x.st_gone)) < 0 ||
+	    (r = cat_prepare(p, "DELETE FROM temp.r_gone WHERE hash = ?", &x.st_live)) < 0 ||
+	    (r = cat_prepare(p, "SELECT 1 FROM temp.w_refs WHERE hash = ? LIMIT 1", &x.st_has_ref)) < 0 ||
+	    (r = cat_prepare(p, "SELECT hash, type FROM temp.r_keep WHERE hit = ?1 AND hash > ?2"
+			     " ORDER BY hash", &x.st_page)) < 0)
+		goto out;
+	/* W1-W3 */
+	if (changed && ((r = walk_root(&x, SIDE_NEW, root)) < 0 ||
+			(r = walk_root(&x, SIDE_OLD, base_root)) < 0 ||
+			(r = walk_kept(&x, 0, SIDE_ADD)) < 0))
+		goto out;
+	if ((r = writer_batch_op(w)) < 0 || (r = cat_exec_i64(p, seed_sql, base_id)) < 0)
+		goto out;
+	if (changed) {
+		uint64_t n = 0;
+		/* W4 */
+		if ((r = writer_batch_op(w)) < 0 ||
+		    (r = cat_exec(p, "DELETE FROM temp.r_gone WHERE hash IN (SELECT a.hash"
+				     " FROM temp.r_added a JOIN temp.r_seed s ON s.hash = a.hash"
+				     " JOIN temp.w_refs f ON f.hash = s.hash AND f.codec = s.codec"
+				     " AND f.level = s.level)")) < 0 ||
+		    (r = count_gone(&x, &n)) < 0)
+			goto out;
+		if (n) {
+			x.left = n;
+			if ((r = fill_filter(&x)) < 0 || (r = walk_kept(&x, 1, SIDE_LIVE)) < 0)
+				goto out;
+		}
+		if ((r = writer_batch_op(w)) < 0 ||
+		    (r = cat_exec(p, "DELETE FROM temp.r_seed WHERE hash IN"
+				     " (SELECT hash FROM temp.r_gone)")) < 0)
+			goto out;
+	}
+	if ((r = writer_batch_op(w)) < 0)
+		goto out;
+	r = cat_exec(p, "INSERT OR IGNORE INTO temp.w_refs(hash, codec, level)"
+		     " SELECT hash, codec, level FROM temp.r_seed");
+out:
+	sqlite3_finalize(x.st_main);
+	sqlite3_finalize(x.st_tmp);
+	sqlite3_finalize(x.st_in_tmp);
+	sqlite3_finalize(x.st_seen);
+	sqlite3_finalize(x.st_keep);
+	sqlite3_finalize(x.st_hit);
+	sqlite3_finalize(x.st_added);
+	sqlite3_finalize(x.st_gone);
+	sqlite3_finalize(x.st_live);
+	sqlite3_finalize(x.st_has_ref);
+	sqlite3_finalize(x.st_page);
+	free(x.filter);
+	fbuf_release(&x.nb);
+	return r;
+}
+
+int store_writer_nrefs(struct store_writer *w, uint64_t *n)
+{
+	sqlite3_stmt *st = NULL;
+	struct store_pool *p = writer_pool(w);
+	int r = cat_prepare(p, "SELECT count(*) FROM temp.w_refs", &st);
+	if (r < 0)
+		return r;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		*n = (uint64_t)sqlite3_column_int64(st, 0);
+	else
+		r = cat_err(p, "counting block references");
+	sqlite3_finalize(st);
+	return r;
+}
