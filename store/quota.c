@@ -233,6 +233,25 @@ int store_quota_room(struct store_pool *p, const char *name, int64_t keep_txg,
 	}
 	if (r < 0)
 		return r;
+	/* most paths have no limit: property lookups only, then */
+	{
+		struct store_ds up_ds = cur;
+		int any = 0;
+		if (exists && (r = limit_of(p, &cur, "refquota", &lim)) < 0)
+			return r;
+		any = exists && lim;
+		while (!any) {
+			if ((r = limit_of(p, &up_ds, "quota", &lim)) < 0)
+				return r;
+			any = lim != 0;
+			if (up_ds.parent_id == 0)
+				break;
+			if ((r = ds_load_by_id(p, up_ds.parent_id, &up_ds)) < 0)
+				return r;
+		}
+		if (!any)
+			goto done;
+	}
 	if (exists) {
 		if ((r = limit_of(p, &cur, "refquota", &lim)) < 0)
 			return r;

@@ -9,7 +9,8 @@
 # keeps it after EDQUOT: its resumption is refused at once while the
 # quota stays, and completes once it is raised. What the early check
 # cannot see (blocks the pool holds already, stored by nobody) is still
-# refused at the commit, with the exact figure. Ends with after_check
+# refused at the commit, with the exact figure; what a -F rollback or
+# destruction frees is room the receive gets. Ends with after_check
 # against a pool that got the same snapshots without quotas.
 . "$(dirname "$0")/lib.sh"
 . "$FERRY_SRC/tests/cli/http.sh"
@@ -125,10 +126,43 @@ like "$rc:$(cat "$T/err")" "^1:ferry: cannot receive into 'bk/e/h': quota exceed
 	"a stream of blocks the pool holds stores nothing: refused at the commit, with the figure"
 ferry destroy bk/e
 
+# ---- -F: the room counts what the rollback or destruction frees ----
+mkdir "$T/f"
+"$PRNG" bin 11 $((1 * MB)) >"$T/f/p1"
+ferry create -o source="$T/f" tank/f
+ferry snapshot tank/f@1
+"$PRNG" bin 12 $((2 * MB)) >"$T/f/p2"
+ferry snapshot tank/f@2
+rm "$T/f/p2"
+"$PRNG" bin 13 $((3 * MB)) >"$T/f/p3"
+ferry snapshot tank/f@3
+ferry send tank/f@1 >"$T/f1.s"
+ferry send -i @1 tank/f@2 >"$T/f2.s"
+ferry send -i @1 tank/f@3 >"$T/f3.s"
+rm "$T/f/p1" "$T/f/p3"
+"$PRNG" bin 14 $((4 * MB)) >"$T/f/p4"
+ferry snapshot tank/f@4
+ferry send tank/f@4 >"$T/f4.s"
+ferry create -o quota=4608K bk/f
+ferry recv bk/f/h <"$T/f1.s"
+ferry recv bk/f/h <"$T/f2.s"
+# 3M used, 1.5M left; rolled back to @1 only 1M stays
+run ferry recv -F bk/f/h <"$T/f3.s"
+is "$rc:$(ferry list -H -t snapshot -o name bk/f/h | tr '\n' ' ')" "0:bk/f/h@1 bk/f/h@3 " \
+	"an incremental that rolls back first (-F) gets the room the rollback frees"
+[ "$rc" = 0 ] || diag "$(cat "$T/err")"
+# 4M used by @1 and @3, destroyed by a full stream with -F
+run ferry recv -F bk/f/h <"$T/f4.s"
+is "$rc:$(ferry list -H -t snapshot -o name bk/f/h | tr '\n' ' ')" "0:bk/f/h@4 " \
+	"a full stream that replaces every snapshot (-F) gets the room of all of them"
+[ "$rc" = 0 ] || diag "$(cat "$T/err")"
+
 ferry pool create -o compression=off ctl "$T/ctl"
 ferry create ctl/c
 ferry create ctl/d
 ferry recv ctl/c/h <"$T/one.s"
 ferry recv ctl/d/h <"$T/g.s"
+ferry create ctl/f
+ferry recv ctl/f/h <"$T/f4.s"
 after_check bk ctl "receives stopped by a quota, then completed"
 done_testing
