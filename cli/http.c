@@ -23,6 +23,7 @@
 #include "../send/send.h"
 #include "../store/store.h"
 #include "../stream/stream.h"
+#include "../sync/sync.h"
 #include "http.h"
 
 #define RETRY_DELAY_MS 250
@@ -611,6 +612,124 @@ static int base_guid(struct store_pool *p, const char *ds, const char *from, uin
 	return 0;
 }
 
+/* ---- send -R --to: a dataset tree, one stream per step, as ferry sync -r ---- */
+
+struct tree_ui {
+	int verbose;
+	unsigned ndone, nfailed, nsnaps;
+	int first_status;
+	char first[SYNC_DEST_MAX + 1200]; /* the first failure, in words */
+};
+
+static void tree_note(void *arg, const char *source, const char *what)
+{
+	struct tree_ui *ui = arg;
+	if (ui->verbose)
+		fprintf(stderr, "%s: %s\n", source, what);
+}
+
+static void tree_done(void *arg, const struct sync_result *r)
+{
+	struct tree_ui *ui = arg;
+	char b[16];
+	ui->ndone++;
+	ui->nsnaps += (unsigned)r->snapshots;
+	if (r->status < 0) {
+		if (!ui->nfailed++) {
+			ui->first_status = r->status;
+			snprintf(ui->first, sizeof ui->first, "%s -> %s: %s", r->source, r->dest,
+				 r->error);
+		}
+		return;
+	}
+	if (!ui->verbose)
+		return;
+	format_nicenum(r->bytes, b, sizeof b, 1);
+	if (r->nosnap)
+		fprintf(stderr, "%s: left out (it has no such snapshot)\n", r->source);
+	else if (r->uptodate)
+		fprintf(stderr, "%s -> %s: on the server already (%s)\n", r->source, r->dest,
+			r->newest[0] ? r->newest : r->base);
+	else
+		fprintf(stderr, "%s -> %s: sent %" PRIu64 " snapshot%s %s%s to %s%s, %s\n", r->source,
+			r->dest, r->snapshots, r->snapshots == 1 ? "" : "s",
+			r->full ? "in full" : "incremental from ",
+			r->full ? "" : r->base[0] ? r->base : "its partial receive", r->newest,
+			r->resumed ? ", resuming a partial receive" : "", b);
+}
+
+/* ferry send -R SNAP --to URL: the tree below SNAP's dataset, each dataset
+ * with every snapshot up to SNAP that the server lacks, from the newest
+ * one it has, its properties with it: what `send -R | recv` leaves, and
+ * resumable, because it is ferry sync's walk (sync/, SYNC_SEND), one
+ * stream per step, each checked by the server against the token like any
+ * receive. A cut connection fails a step; the run is then made again (it
+ * resumes the partial receive the server kept), a bounded number of
+ * times in a row without a snapshot received, with a growing delay. */
+static int send_tree(const char *snap, const char *url, const struct http_conn_opts *co,
+		     const struct send_opts *so, const char *compress, int verbose)
+{
+	struct sync_opts o;
+	struct tree_ui ui;
+	char ds[STORE_NAME_MAX + 1], tok[NET_TOKEN_TEXT + 64] = "";
+	unsigned fails = 0, delay = RETRY_DELAY_MS;
+	int r, rc;
+	memset(&o, 0, sizeof o);
+	snprintf(ds, sizeof ds, "%.*s", (int)strcspn(snap, "@"), snap);
+	o.flags = SYNC_RECURSIVE | SYNC_SEND;
+	o.snapshot = strchr(snap, '@') + 1;
+	o.wait = -1;
+	if (so->flags & SEND_COMPRESSED) {
+		o.compress = SYNC_COMPRESS_STORED;
+	} else if (so->flags & SEND_RECOMPRESS) {
+		o.compress = SYNC_COMPRESS_CODEC;
+		o.codec = so->codec;
+	} else {
+		o.compress = compress ? SYNC_COMPRESS_AUTO : SYNC_COMPRESS_STORED;
+	}
+	if ((r = http_read_token(co, tok, sizeof tok)) < 0)
+		return cli_fail(r, "cannot read the token");
+	o.http_token = tok[0] ? tok : NULL;
+	o.http_cacert = co->cacert;
+	o.http_limit_rate = co->limit_rate;
+	o.http_timeout = co->timeout;
+	o.note = tree_note;
+	o.done = tree_done;
+	for (;;) {
+		memset(&ui, 0, sizeof ui);
+		ui.verbose = verbose;
+		o.arg = &ui;
+		r = sync_run(ds, url, &o);
+		if (r == 0) {
+			rc = EXIT_OK;
+			break;
+		}
+		/* only a transport failure (a cut, a server restarting) is
+		 * tried again; an answer of the server is final */
+		int status = ui.nfailed ? ui.first_status : r;
+		if (status != -FERR_IO || (ui.nsnaps == 0 && ++fails > co->retries)) {
+			if (ui.nfailed)
+				rc = cli_fail(ferry_err(-status, "%s", ui.first), "cannot send '%s' to '%s'%s",
+					      snap, url, status == -FERR_IO ? " (gave up)" : "");
+			else
+				rc = cli_fail(r, "cannot send '%s' to '%s'", snap, url);
+			break;
+		}
+		if (ui.nsnaps) {
+			fails = 0;
+			delay = RETRY_DELAY_MS;
+		} else {
+			sleep_ms(delay);
+			delay = delay * 2 > RETRY_DELAY_MAX_MS ? RETRY_DELAY_MAX_MS : delay * 2;
+		}
+		if (verbose)
+			fprintf(stderr, "connection lost (%s); resuming\n", ui.nfailed ? ui.first : ferry_errmsg(r));
+		ferry_err_clear();
+	}
+	explicit_bzero(tok, sizeof tok);
+	return rc;
+}
+
 int cli_http_send(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -623,7 +742,8 @@ int cli_http_send(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	const char *usage = "usage: ferry send [-c] [--compress=auto|CODEC] [-p] [-i SNAP|-i #BOOKMARK|-I SNAP] "
-			    "[-v] SNAPSHOT --to URL | ferry send [-v] -t TOKEN --to URL; and "
+			    "[-v] SNAPSHOT --to URL | ferry send -R [-c] [--compress=auto|CODEC] [-v] SNAPSHOT --to URL | "
+			    "ferry send [-v] -t TOKEN --to URL; and "
 			    "[--token-file FILE] [--cacert FILE] [--limit-rate RATE] [--timeout S] [--retries N]";
 	struct http_conn_opts co;
 	struct sender sd;
@@ -633,7 +753,7 @@ int cli_http_send(int argc, char **argv)
 	char name[STORE_NAME_MAX + 1], snap[2 * STORE_NAME_MAX + 2], ds[STORE_NAME_MAX + 1];
 	struct step *steps = NULL;
 	size_t nsteps = 0;
-	int c, r, rc = EXIT_FAIL;
+	int c, r, rc = EXIT_FAIL, replicate = 0;
 	memset(&co, 0, sizeof co);
 	memset(&sd, 0, sizeof sd);
 	memset(&o, 0, sizeof o);
@@ -660,9 +780,7 @@ int cli_http_send(int argc, char **argv)
 		case 't': o.token = optarg; break;
 		case 'Z': compress = optarg; break;
 		case 'U': url = optarg; break;
-		case 'R':
-			return cli_usage("send: -R to a URL is not supported: send each dataset, or pipe "
-					 "'ferry send -R' to 'curl -T - URL/v1/receive/...'");
+		case 'R': replicate = 1; break;
 		case 'n':
 		case 'P':
 			return cli_usage("send: -n and -P are not for a URL (estimate with a local "
@@ -673,7 +791,7 @@ int cli_http_send(int argc, char **argv)
 	}
 	if (!url || (o.token ? argc != optind : argc - optind != 1))
 		return cli_usage("%s", usage);
-	if (o.token && (o.from || (o.flags & (SEND_PROPS | SEND_COMPRESSED))))
+	if (o.token && (o.from || replicate || (o.flags & (SEND_PROPS | SEND_COMPRESSED))))
 		return cli_usage("send: -t takes its options from the token");
 	if (compress && strcmp(compress, "auto")) {
 		if ((r = codec_parse(compress, &o.codec)) < 0)
@@ -682,6 +800,21 @@ int cli_http_send(int argc, char **argv)
 	}
 	if ((o.flags & SEND_COMPRESSED) && compress)
 		return cli_usage("send: -c and --compress exclude each other");
+	if (replicate) {
+		if (o.from)
+			return cli_usage("send: -R --to finds the newest snapshot each dataset shares with "
+					 "the server itself (as ferry sync -r): give no -i or -I");
+		snprintf(snap, sizeof snap, "%s", argv[optind]);
+		if (!strchr(snap, '@'))
+			return cli_usage("send: '%s' is not a snapshot (DATASET@NAME)", snap);
+		if ((r = store_name_check(snap, STORE_NAME_SNAPSHOT)) < 0)
+			return cli_fail(r, "cannot send '%s'", snap);
+		if (!net_is_url(url) || strchr(url + strcspn(url, "@"), '@'))
+			return cli_usage("send: -R --to takes a dataset's URL (https://HOST:PORT/POOL/DS), "
+					 "not '%s'", url);
+		signal(SIGPIPE, SIG_IGN);
+		return send_tree(snap, url, &co, &o, compress, sd.verbose);
+	}
 	if (o.token) {
 		if ((r = stream_token_decode(o.token, &tok)) < 0)
 			return cli_fail(r, "cannot send: invalid resume token");

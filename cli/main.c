@@ -45,7 +45,8 @@ static const struct cli_cmd commands[] = {
 	{"dump", cmd_dump, "dump [-v] [FILE]"},
 	{"send", cmd_send, "send [-c] [--compress=CODEC] [-p] [-i SNAP|-i #BOOKMARK|-I SNAP] [-R] [-n] [-v] [-P] [-q] [--json] SNAPSHOT\n"
 			   "send [-v] [-P] [-n] [-q] [--json] -t TOKEN\n"
-			   "send [-c] [--compress=auto|CODEC] [-p] [-i SNAP|-I SNAP] [-v] [-q] SNAPSHOT --to URL [--token-file FILE] [--cacert FILE] [--limit-rate RATE] [--timeout SECONDS] [--retries N]"},
+			   "send [-c] [--compress=auto|CODEC] [-p] [-i SNAP|-I SNAP] [-v] [-q] SNAPSHOT --to URL [--token-file FILE] [--cacert FILE] [--limit-rate RATE] [--timeout SECONDS] [--retries N]\n"
+			   "send -R [-c] [--compress=auto|CODEC] [-v] SNAPSHOT --to URL [--token-file FILE] [--cacert FILE] [--limit-rate RATE] [--timeout SECONDS] [--retries N]"},
 	{"recv", cmd_recv, "recv [-F] [-s] [-u] [-d|-e] [-n] [-v] [-o PROP=VAL]... [-x PROP]... [--keep-source-compression] [-q] [--json] TARGET\n"
 			   "recv -A TARGET\n"
 			   "recv [options] --from URL/DATASET@SNAP [-i BASE] [--token-file FILE] [--cacert FILE] [--limit-rate RATE] [--timeout SECONDS] [--retries N] TARGET"},

@@ -250,6 +250,10 @@ int recv_sub_body(struct rcv *r, struct sub *s)
 	struct stream_record rec;
 	int rc;
 	for (;;) {
+		/* before each record: the blocks stored so far against the
+		 * quotas' room (a receive over a quota stops here, early) */
+		if ((rc = recv_quota_check(r)) < 0)
+			return rc;
 		rc = stream_decoder_pull(r->dec, r->in, &rec);
 		if (rc == 0)
 			rc = ferry_err(FERR_TRUNCATED, "the stream ended before END");

@@ -1,7 +1,10 @@
 /* recv/commit.c — a verified substream committed (its dataset when new,
  * -F's rollback or destruction, the snapshot, the end of a partial
- * receive, its properties) in one catalogue transaction; and recv -s's
- * partial state after a failure in the body. */
+ * receive, its properties) in one catalogue transaction; the room its
+ * quotas leave it while it arrives; and recv -s's partial state after a
+ * failure in the body (a quota passed included: as in zfs, what arrived
+ * stays resumable, so raising the quota lets the same stream finish). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +91,27 @@ out:
 		return rc;
 	}
 	return store_tx_commit(r->p);
+}
+
+/* The room is a lower bound of what the commit counts (store/quota.c),
+ * so a receive stopped here would have been refused at its commit; the
+ * commit's check stays the exact one. A dry run stores nothing. */
+int recv_sub_quota(struct rcv *r, struct sub *s)
+{
+	int64_t keep = INT64_MAX;
+	memset(&r->quota, 0, sizeof r->quota);
+	if (r->dryrun)
+		return 0;
+	if (s->destroy_all)
+		keep = -1;
+	else if (s->rollback_to >= 0)
+		keep = (int64_t)s->sl.v[s->rollback_to].createtxg;
+	return store_quota_room(r->p, s->dsname, keep, &r->quota);
+}
+
+int recv_quota_check(const struct rcv *r)
+{
+	return store_quota_passed(&r->quota, r->st.pbytes_written);
 }
 
 /* recv -s: after err in the body, keeps what arrived whole (every record

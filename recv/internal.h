@@ -76,6 +76,7 @@ struct rcv {
 	struct dryds *dds;
 	size_t ndds, capdds;
 	int depth;
+	struct store_quota_room quota; /* this substream's room (recv_sub_quota) */
 };
 
 struct snaps {
@@ -156,6 +157,13 @@ int recv_tx_open(struct rcv *r) FERRY_WUR;
 int recv_sub_create(struct rcv *r, struct sub *s, int type, int with_volsize) FERRY_WUR;
 /* Commits verified substream s and all it changes, in one transaction. */
 int recv_sub_commit(struct rcv *r, struct sub *s) FERRY_WUR;
+/* Before s's body: the room the quotas on its dataset's path leave it
+ * (store_quota_room, after what -F will free and a resumed partial
+ * receive's blocks). */
+int recv_sub_quota(struct rcv *r, struct sub *s) FERRY_WUR;
+/* In the body: -FERR_QUOTA once the block bytes the substream stored pass
+ * that room, so a receive over a quota stops early, not at its commit. */
+int recv_quota_check(const struct rcv *r) FERRY_WUR;
 /* recv -s, after err in the body: keeps what arrived whole. Returns err,
  * with a detail that says how to resume. */
 int recv_save_partial(struct rcv *r, struct sub *s, int err);

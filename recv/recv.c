@@ -83,7 +83,8 @@ int recv_substream(struct rcv *r, const struct stream_begin *b, const struct str
 		goto out;
 	}
 	if ((rc = store_hset_new(r->p, 0, &r->objs)) < 0 ||
-	    (rc = store_hset_new(r->p, 0, &r->seen)) < 0 || (rc = recv_sub_resume(r, &s)) < 0)
+	    (rc = store_hset_new(r->p, 0, &r->seen)) < 0 || (rc = recv_sub_resume(r, &s)) < 0 ||
+	    (rc = recv_sub_quota(r, &s)) < 0)
 		goto out;
 	in_body = 1;
 	if ((rc = recv_sub_body(r, &s)) < 0)

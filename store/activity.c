@@ -40,7 +40,17 @@
 #define SHM_WRITE_LOCK_BYTE 120
 
 static char act_default[ACT_DESC_MAX];
+/* Numbers the records of this process's handles. Threads of one process
+ * (a server's requests, concurrent receives) open pools at once, so it is
+ * taken atomically: a plain ++ could give two handles one name, and the
+ * first to close would remove the other's record. */
 static unsigned act_seq;
+
+void act_name_next(char *out, size_t n)
+{
+	unsigned seq = __atomic_fetch_add(&act_seq, 1, __ATOMIC_RELAXED);
+	snprintf(out, n, "%ld.%u", (long)getpid(), seq);
+}
 
 void store_activity_default(const char *what)
 {
@@ -162,7 +172,7 @@ static void act_write(struct store_pool *p)
 		goto out;
 	if (!p->act_name[0]) {
 		act_sweep(dir);
-		snprintf(p->act_name, sizeof p->act_name, "%ld.%u", (long)getpid(), act_seq++);
+		act_name_next(p->act_name, sizeof p->act_name);
 	}
 	int n = snprintf(line, sizeof line, "%" PRIu64 " %s\n", proc_starttime(getpid()), what);
 	/* no fsync: a record a crash loses was about a process that is gone */

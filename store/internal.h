@@ -107,6 +107,9 @@ enum { ACT_CATALOG, ACT_GCLOCK };
 void act_begin(struct store_pool *p);
 void act_end(struct store_pool *p);
 void act_drop(struct store_pool *p);
+/* The name of a new activity record ("PID.N"), unique in the process
+ * whichever threads ask at once. */
+void act_name_next(char *out, size_t n);
 int act_busy(struct store_pool *p, int what);
 
 /* quota.c: 0 when a local value canon of property name (quota, refquota;

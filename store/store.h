@@ -239,6 +239,30 @@ int store_ds_space(struct store_pool *p, const struct store_ds *ds, struct store
  * it; a dataset without limits costs one property lookup per level, one
  * with a quota a pass over its subtree's blocks. */
 int store_quota_check(struct store_pool *p, const struct store_ds *ds, uint64_t referenced) FERRY_WUR;
+/* The room the quotas leave a receive into dataset name (which may not
+ * exist yet: then its nearest existing ancestor's limits count), so it
+ * can stop as soon as the blocks it stores pass a limit instead of at the
+ * commit (zfs: EDQUOT during the receive). The figures are a lower bound
+ * of what the commit will count: what the dataset and its ancestors use
+ * now, less what a -F rollback or destruction will free (the dataset's
+ * snapshots after createtxg keep_txg go: INT64_MAX none, -1 all), plus the
+ * blocks of name's partial receive (recv -s), which the resumed snapshot
+ * will reference; every byte stored beyond that is new to the dataset.
+ * store_quota_check at the commit stays the exact test. Costs what
+ * store_quota_check costs, nothing without a limit on the path. */
+struct store_quota_room {
+	int limited;                 /* 0: no limit applies, room is UINT64_MAX */
+	int over;                    /* a limit is passed before a byte is stored */
+	uint64_t room;               /* block bytes (psize) that may still be stored */
+	char ds[STORE_NAME_MAX + 1]; /* whose limit leaves the least room */
+	const char *prop;            /* "quota" or "refquota" */
+	uint64_t limit;
+};
+int store_quota_room(struct store_pool *p, const char *name, int64_t keep_txg,
+		     struct store_quota_room *out) FERRY_WUR;
+/* 0 while stored (block bytes the receive wrote) fits q, else
+ * -FERR_QUOTA naming the dataset and its limit. */
+int store_quota_passed(const struct store_quota_room *q, uint64_t stored) FERRY_WUR;
 /* "1.93x" from logical and physical sizes (1.00x when physical is 0). */
 void store_format_ratio(uint64_t logical, uint64_t physical, char *buf, size_t n, int exact);
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../net/net.h"
@@ -36,6 +37,8 @@ int dh_open(const struct sync_dest *d, const struct sync_opts *o, struct dst_htt
 	co.base = base;
 	co.token = o->http_token;
 	co.cacert = o->http_cacert;
+	co.limit_rate = o->http_limit_rate;
+	co.timeout = o->http_timeout;
 	if ((r = net_client_new(&co, &h->c)) < 0) {
 		free(h);
 		return r;
@@ -245,6 +248,7 @@ int dh_abort(struct dst_http *h, const char *target)
 
 struct dh_recv {
 	struct dst_http *h;
+	char target[STORE_NAME_MAX + 1];
 	struct fbuf path, ans;
 	int rfd, wfd;
 	pthread_t th;
@@ -291,6 +295,7 @@ int dh_recv_begin(struct dst_http *h, const char *target, unsigned rflags,
 	if (!u)
 		return ferry_err(FERR_NOMEM, "starting a receive");
 	u->h = h;
+	snprintf(u->target, sizeof u->target, "%s", target);
 	u->rfd = u->wfd = -1;
 	fbuf_init(&u->path, 16384);
 	fbuf_init(&u->ans, ANSWER_MAX);
@@ -361,6 +366,34 @@ static void add_reports(const struct fbuf *ans, struct recv_stats *st)
 	json_decref(j);
 }
 
+/* After a cut upload the server's receive goes on until it notices,
+ * keeping the dataset busy (409) while it saves the partial receive:
+ * waits, a bounded time, until GET /v1/receive says it is done, so the
+ * next transfer (a retry resuming it) is not refused for that. */
+static void wait_idle(struct dst_http *h, const char *target)
+{
+	struct ferry_errsave es;
+	struct fbuf path;
+	struct timespec ts = {0, 100000000L};
+	ferry_err_save(&es);
+	fbuf_init(&path, 8192);
+	if (path_of(&path, "/v1/receive/", target, "") == 0) {
+		for (int i = 0; i < 100; i++) {
+			json_t *j = NULL;
+			long status = 0;
+			if (call(h, "GET", &path, "GET /v1/receive", &status, &j) < 0)
+				break;
+			int busy = json_is_true(json_object_get(j, "receiving"));
+			json_decref(j);
+			if (!busy)
+				break;
+			nanosleep(&ts, NULL);
+		}
+	}
+	fbuf_release(&path);
+	ferry_err_restore(&es);
+}
+
 int dh_recv_end(struct dh_recv *u, int send_rc, struct recv_stats *st, char *err, size_t errn)
 {
 	int r;
@@ -372,6 +405,8 @@ int dh_recv_end(struct dh_recv *u, int send_rc, struct recv_stats *st, char *err
 	u->wfd = -1;
 	pthread_join(u->th, NULL);
 	r = u->rc;
+	if (r < 0)
+		wait_idle(u->h, u->target); /* the connection was lost, not answered */
 	if (r == 0 && u->status == 200)
 		add_reports(&u->ans, st);
 	else if (r == 0)

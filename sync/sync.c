@@ -422,15 +422,40 @@ static void base_text(const struct one *w, int si, int bi, char *buf, size_t n)
 		buf[0] = 0;
 }
 
+/* send -R --to (SYNC_SEND): the index in S of the snapshot sent, -1 when
+ * the dataset does not have it (then send -R leaves it out, unless it is
+ * the top, whose snapshot the user named). */
+static int send_upto(struct one *w, ssize_t *idx)
+{
+	const char *snap = w->run->o->snapshot;
+	*idx = -1;
+	for (size_t i = 0; i < w->S.n; i++)
+		if (!strcmp(w->S.v[i].snapname, snap))
+			*idx = (ssize_t)i;
+	if (*idx < 0 && !strcmp(w->ds->name, w->run->srctop))
+		return fail(w, ferry_err(FERR_NOENT, "snapshot '%s@%s' does not exist", w->ds->name,
+					 snap), "%s", "");
+	return 0;
+}
+
 static int sync_dataset(struct one *w)
 {
 	struct run *u = w->run;
 	const struct sync_opts *o = u->o;
-	int dry = (o->flags & SYNC_DRYRUN) != 0;
+	int dry = (o->flags & SYNC_DRYRUN) != 0, sending = (o->flags & SYNC_SEND) != 0;
 	int r, si, bi, di;
+	ssize_t upto = -1;
 	if ((r = store_snap_iter(u->sp, w->ds, slist_cb, &w->S)) < 0 ||
 	    (r = store_bookmark_iter(u->sp, w->ds, blist_cb, &w->B)) < 0)
 		return fail(w, r, "reading %s", w->ds->name);
+	if (sending) {
+		if ((r = send_upto(w, &upto)) < 0)
+			return r;
+		if (upto < 0) {
+			w->res->nosnap = w->res->uptodate = 1;
+			return 0;
+		}
+	}
 	w->dd = st_tree_find(&u->tree, w->target);
 	dest_codec(w, &u->tree);
 	/* the line says where the destination was before this run */
@@ -438,6 +463,10 @@ static int sync_dataset(struct one *w)
 		base_text(w, si, bi, w->res->base, sizeof w->res->base);
 	if (w->dd && w->dd->token[0] && (r = handle_token(w)) < 0)
 		return r;
+	/* send -R: nothing after the snapshot named (a partial receive of a
+	 * later one, resumed above, came from this source all the same) */
+	if (sending)
+		w->S.n = (size_t)upto + 1;
 	if (w->S.n == 0) {
 		w->res->nosnap = w->res->uptodate = 1;
 		return 0;
@@ -451,8 +480,9 @@ static int sync_dataset(struct one *w)
 	if (!have_base) {
 		if (w->dd && w->dd->n && !(o->flags & SYNC_FORCE))
 			return fail(w, ferry_err(FERR_EXISTS, "%s has snapshots (%s@%s) but none that "
-						 "%s has; -F replaces them", w->canon, w->target,
-						 w->dd->snaps[w->dd->n - 1].name, w->ds->name), "%s", "");
+						 "%s has%s", w->canon, w->target,
+						 w->dd->snaps[w->dd->n - 1].name, w->ds->name,
+						 sending ? "" : "; -F replaces them"), "%s", "");
 		/* the oldest first, so the destination gets the whole history */
 		const struct store_snap *first = (o->flags & SYNC_NO_INTERMEDIATE) ? last : &w->S.v[0];
 		note(w, "full send of %s to %s", first->name, w->canon);
@@ -469,9 +499,10 @@ static int sync_dataset(struct one *w)
 			char b[STORE_NAME_MAX + 2];
 			base_text(w, si, bi, b, sizeof b);
 			return fail(w, ferry_err(FERR_EXISTS, "%s has %zu snapshot(s) after the common "
-						 "base %s (%s@%s); -F rolls them back", w->canon,
+						 "base %s (%s@%s)%s", w->canon,
 						 w->dd->n - (size_t)di - 1, b, w->target,
-						 w->dd->snaps[w->dd->n - 1].name), "%s", "");
+						 w->dd->snaps[w->dd->n - 1].name,
+						 sending ? "" : "; -F rolls them back"), "%s", "");
 		}
 		/* one plain incremental with -F rolls the destination back; the
 		 * rest goes as usual (a forced package would also destroy what
@@ -524,7 +555,7 @@ done:
 	snprintf(w->res->newest, sizeof w->res->newest, "@%s", w->S.v[si].snapname);
 	if (w->res->snapshots == 0 && !w->res->resumed)
 		w->res->uptodate = 1;
-	if (dry)
+	if (dry || sending)
 		return 0;
 	if ((r = hold_move(u->sp, w->ds, &w->S.v[si], w->canon)) < 0)
 		return fail(w, r, "holding %s for %s", w->S.v[si].name, w->canon);
@@ -532,7 +563,7 @@ done:
 failed:
 	/* some snapshots of a package may have landed: hold the newest the
 	 * destination now has, so the next run starts from there */
-	if (!dry) {
+	if (!dry && !sending) {
 		struct ferry_errsave es;
 		ferry_err_save(&es);
 		if (refresh(w) == 0 && find_base(w, &si, &bi, &di) && si >= 0) {
@@ -568,6 +599,8 @@ int sync_run(const char *src, const char *dest, const struct sync_opts *o)
 	struct dslist dl = {0};
 	struct sync_lock **locks = NULL;
 	int r, failed = 0, ok = 0, dry = (o->flags & SYNC_DRYRUN) != 0;
+	int sending = (o->flags & SYNC_SEND) != 0;
+	const char *verb = sending ? "a send -R" : "a sync";
 	memset(&u, 0, sizeof u);
 	u.o = o;
 	u.srctop = src;
@@ -578,6 +611,8 @@ int sync_run(const char *src, const char *dest, const struct sync_opts *o)
 				 "(the server's receive takes no properties to set)", dest);
 	if ((r = store_name_check(src, STORE_NAME_DATASET)) < 0)
 		return r;
+	if (sending && (!o->snapshot || !o->snapshot[0]))
+		return ferry_err(FERR_INVAL, "send -R: no snapshot named");
 	if (u.d.kind == SYNC_DEST_LOCAL) {
 		size_t n = strlen(src);
 		/* with -r the tree would take its own copies along, run after run */
@@ -589,15 +624,16 @@ int sync_run(const char *src, const char *dest, const struct sync_opts *o)
 	}
 	if (!(u.excl = calloc(NKEEP_PROPS + o->nexclude, sizeof *u.excl)))
 		return ferry_err(FERR_NOMEM, "syncing");
-	for (size_t i = 0; i < NKEEP_PROPS; i++)
+	/* send -R sends what the dataset has, as through a pipe */
+	for (size_t i = 0; !sending && i < NKEEP_PROPS; i++)
 		u.excl[u.nexcl++] = keep_props[i];
 	for (size_t i = 0; i < o->nexclude; i++)
 		u.excl[u.nexcl++] = o->exclude[i];
-	if ((r = store_pool_open_for(src, dry ? STORE_OPEN_RDONLY : 0, &u.sp)) < 0)
+	if ((r = store_pool_open_for(src, dry || sending ? STORE_OPEN_RDONLY : 0, &u.sp)) < 0)
 		goto out;
 	{
 		char what[STORE_NAME_MAX + 32];
-		snprintf(what, sizeof what, "a sync of %s", src);
+		snprintf(what, sizeof what, "%s of %s", verb, src);
 		store_pool_activity(u.sp, what);
 	}
 	struct store_ds top;
@@ -616,7 +652,7 @@ int sync_run(const char *src, const char *dest, const struct sync_opts *o)
 			char key[2 * SYNC_DEST_MAX], what[2 * SYNC_DEST_MAX];
 			snprintf(key, sizeof key, "%s\n%s%s%s", dl.v[i].name, u.d.prefix, u.d.dataset,
 				 dl.v[i].name + strlen(src));
-			snprintf(what, sizeof what, "a sync of %s to %s%s%s", dl.v[i].name, u.d.prefix,
+			snprintf(what, sizeof what, "%s of %s to %s%s%s", verb, dl.v[i].name, u.d.prefix,
 				 u.d.dataset, dl.v[i].name + strlen(src));
 			if ((r = lock_take(key, what, o->wait, t0, &locks[i])) < 0)
 				goto out;
@@ -652,6 +688,8 @@ int sync_run(const char *src, const char *dest, const struct sync_opts *o)
 		st_tree_release(&w.fresh);
 		free(w.S.v);
 		free(w.B.v);
+		if (sending && res.status < 0)
+			break; /* as a package: what follows would land under what failed */
 	}
 	r = failed == 0 ? 0 : ok ? ferry_err(FERR_PARTIAL, "%d of %d datasets failed", failed,
 					     failed + ok)

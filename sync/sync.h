@@ -50,6 +50,12 @@ enum sync_flags {
 	SYNC_DRYRUN = 1 << 1,          /* -n: say what would be sent; change nothing */
 	SYNC_NO_INTERMEDIATE = 1 << 2, /* -i instead of -I: only the newest snapshot */
 	SYNC_FORCE = 1 << 3,           /* -F: replace unrelated, roll back diverged */
+	SYNC_SEND = 1 << 4,            /* ferry send -R --to: up to opts.snapshot, which
+					* datasets without it are left out for (as send -R
+					* leaves them); the source is only read (no hold, no
+					* bookmark), every property is sent (the retention
+					* ones too), and the run stops at the first dataset
+					* that fails (its children would fail after it) */
 };
 enum sync_compress {
 	SYNC_COMPRESS_STORED = 0, /* blocks as stored (send -c); the receiver recompresses */
@@ -92,6 +98,9 @@ struct sync_opts {
 					    * blanks); NULL: "ssh" */
 	const char *http_token;            /* https://: the bearer token (NULL: none) */
 	const char *http_cacert;           /* https://: CA certificates (NULL: the system's) */
+	uint64_t http_limit_rate;          /* https://: bytes per second (0: no cap) */
+	unsigned http_timeout;             /* https://: seconds without progress (0: net's default) */
+	const char *snapshot;              /* SYNC_SEND: the snapshot's name (after the '@') */
 	/* Called once per dataset with its result (also on failure). */
 	void (*done)(void *arg, const struct sync_result *r);
 	/* -v: a step about to run, in words ("full send of tank/a@s1"). May be NULL. */
@@ -100,7 +109,8 @@ struct sync_opts {
 };
 
 /* Replicates src (a local dataset; with SYNC_RECURSIVE its tree, children
- * going to the same relative names under dest) to dest. Returns 0 when
+ * going to the same relative names under dest) to dest (with SYNC_SEND up
+ * to o->snapshot only, leaving the source as it is). Returns 0 when
  * every dataset is in sync, -FERR_PARTIAL when some failed and others did
  * not (done said which), -FERR_BUSY when another sync of a (dataset,
  * destination) pair runs (nothing was done), another negative code when
