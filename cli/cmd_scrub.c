@@ -312,9 +312,11 @@ int cmd_scrub(int argc, char **argv)
 {
 	static const struct option lo[] = {{"json", no_argument, NULL, 'j'},
 					   {"repair-from", required_argument, NULL, 'R'},
+					   {"limit-rate", required_argument, NULL, 'L'},
 					   {NULL, 0, NULL, 0}};
 	int c, r, verbose = 0, json = 0, stop = 0, quiet = 0, rc;
 	const char *from = NULL;
+	uint64_t rate = 0;
 	optind = 1;
 	while ((c = cli_getopt(argc, argv, "scrub", "vsq", lo)) != -1) {
 		switch (c) {
@@ -323,12 +325,16 @@ int cmd_scrub(int argc, char **argv)
 		case 's': stop = 1; break;
 		case 'q': quiet = 1; break;
 		case 'R': from = optarg; break;
+		case 'L':
+			if (parse_size(optarg, &rate) < 0 || !rate)
+				return cli_usage("bad --limit-rate '%s' (bytes per second: 50M, 1G)", optarg);
+			break;
 		default: return cli_opt_end();
 		}
 	}
 	if (argc - optind != 1)
-		return cli_usage("usage: ferry scrub [-v] [-q] [--json] [--repair-from POOL] POOL | ferry scrub -s POOL");
-	if (stop && (from || json || verbose))
+		return cli_usage("usage: ferry scrub [-v] [-q] [--json] [--limit-rate RATE] [--repair-from POOL] POOL | ferry scrub -s POOL");
+	if (stop && (from || json || verbose || rate))
 		return cli_usage("-s takes no other option");
 	const char *name = argv[optind];
 	if (from && !strcmp(from, name))
@@ -350,7 +356,7 @@ int cmd_scrub(int argc, char **argv)
 	char what[STORE_NAME_MAX + 16];
 	snprintf(what, sizeof what, "scrub %s", name);
 	cli_meter_start(&m, what, 0, quiet || json);
-	struct scrub_opts o = {.progress = meter_cb, .arg = &m};
+	struct scrub_opts o = {.progress = meter_cb, .arg = &m, .rate = rate};
 	struct scrub_result res;
 	struct scrub_repair_result rr;
 	memset(&rr, 0, sizeof rr);
@@ -381,6 +387,7 @@ int cmd_scrub(int argc, char **argv)
 		json_object_set_new(po, "orphans_checked", json_boolean(res.orphans_checked));
 		json_object_set_new(po, "orphan_packs", cli_json_u64(res.orphans));
 		json_object_set_new(po, "orphan_bytes", cli_json_u64(res.orphan_bytes));
+		json_object_set_new(po, "resumed_at", cli_json_u64(res.resumed_at));
 		if (from) {
 			json_object_set_new(po, "repaired_items", cli_json_u64(rr.repaired));
 			json_object_set_new(po, "unrepaired_items", cli_json_u64(rr.unrepaired));
@@ -435,6 +442,10 @@ int cmd_scrub(int argc, char **argv)
 		printf("checked: %s of %s in %" PRIu64 " blocks, %" PRIu64 " nodes, %" PRIu64
 		       " snapshot and bookmark trees%s\n", b, t, res.blocks, res.nodes, res.snapshots,
 		       res.orphans_checked ? "" : "; orphan packs not looked for (a writer was running)");
+		if (res.resumed) {
+			format_nicenum(res.resumed_at, b, sizeof b, 1);
+			printf("continued a stopped scrub that had checked %s\n", b);
+		}
 	}
 out:
 	store_pool_close(rep);

@@ -90,6 +90,25 @@ static int orphan_cb(void *arg, const char *pack, uint64_t size)
 
 /* ---- the block pass ---------------------------------------------------------- */
 
+static uint64_t ck_every(const struct scrub *sc)
+{
+	return sc->o->checkpoint_ns ? sc->o->checkpoint_ns : 500000000ull;
+}
+
+/* On the caller's thread between reads: is a stop asked for? Looked at
+ * as often as checkpoints are made, not per block. */
+static int poll_stop(struct scrub *sc, uint64_t *last)
+{
+	uint64_t now = ferry_now_ns();
+	if (now - *last < ck_every(sc))
+		return 0;
+	*last = now;
+	int r = store_scrub_stop_requested(sc->p);
+	if (r > 0)
+		sc->stop = 1;
+	return r < 0 ? r : 0;
+}
+
 static int sjob_run(void *jv, void *ctx)
 {
 	struct sjob *j = jv;
@@ -128,15 +147,8 @@ static int sjob_done(void *jv, int res, void *ctx)
 	sc->st.offset = j->b.next_off;
 	if (sc->o->progress)
 		sc->o->progress(sc->o->arg, sc->st.bytes, sc->total);
-	uint64_t every = sc->o->checkpoint_ns ? sc->o->checkpoint_ns : 500000000ull;
-	if (sc->npend >= PENDING_MAX || ferry_now_ns() - sc->last_ck >= every) {
-		if ((r = store_scrub_stop_requested(sc->p)) < 0)
-			return r;
-		if (r)
-			sc->stop = 1;
-		if ((r = checkpoint(sc, 0)) < 0)
-			return r;
-	}
+	if (sc->npend >= PENDING_MAX || ferry_now_ns() - sc->last_ck >= ck_every(sc))
+		return checkpoint(sc, 0);
 	return 0;
 }
 
@@ -161,13 +173,21 @@ static int block_pass(struct scrub *sc)
 		goto out;
 	/* what the earlier runs checked counts as done, as the pool stands now */
 	sc->st.bytes = before;
+	if (sc->res->resumed)
+		sc->res->resumed_at = before;
 	sc->res->total_bytes = sc->total;
 	unsigned threads = pipeline_threads(sc->o->threads);
+	uint64_t t0 = ferry_now_ns(), read = 0, polled = t0;
 	if ((r = pipeline_new(&pl, threads, 2 * threads + 2, sizeof(struct sjob), &sjob_ops, sc)) < 0)
 		goto out;
 	while (!sc->stop) {
 		void *jv;
-		if ((r = pipeline_job(pl, &jv)) < 0)
+		/* what is in flight is collected (and so checkpointed) at least
+		 * as often as checkpoints are due: a scrub killed after its
+		 * first seconds continues from there, not from the start */
+		if (ferry_now_ns() - sc->last_ck >= ck_every(sc) && (r = pipeline_drain(pl)) < 0)
+			goto out;
+		if ((r = poll_stop(sc, &polled)) < 0 || (r = pipeline_job(pl, &jv)) < 0)
 			goto out;
 		if (sc->stop)
 			break;
@@ -178,8 +198,19 @@ static int block_pass(struct scrub *sc)
 			goto out;
 		if (r == 0)
 			break;
+		read += j->b.bytes;
 		if ((r = pipeline_submit(pl, j)) < 0)
 			goto out;
+		if (sc->o->rate) {
+			/* --limit-rate: a scrub that leaves the disk to others */
+			uint64_t due = t0 + (uint64_t)((double)read / (double)sc->o->rate * 1e9), now;
+			while (!sc->stop && (now = ferry_now_ns()) < due) {
+				uint64_t us = (due - now) / 1000;
+				usleep((useconds_t)(us > 100000 ? 100000 : us));
+				if ((r = poll_stop(sc, &polled)) < 0)
+					goto out;
+			}
+		}
 	}
 	r = pipeline_drain(pl);
 out:
@@ -348,12 +379,11 @@ static int tw_extent(void *arg, const struct node_extent *x, uint64_t off)
 {
 	struct tw *t = arg;
 	int r;
-	if (x->hole)
+	/* a bookmark keeps its nodes, not its blocks: no file of it "uses" one */
+	if (x->hole || t->nodes_only)
 		return 0;
 	if ((r = users_of(t, x->hash, t->fpath, t->fpath_len)) != 0)
 		return r < 0 ? r : 0;
-	if (t->nodes_only)
-		return 0;
 	if ((r = store_block_has(t->rd, x->hash)) < 0)
 		return r;
 	if (r == 0)

@@ -18,6 +18,7 @@ struct scrub_opts {
 	 * itself): bytes checked of total; may be NULL */
 	void (*progress)(void *arg, uint64_t done, uint64_t total);
 	void *arg;
+	uint64_t rate;     /* bytes per second the block pass reads at most; 0: no limit */
 	uint64_t checkpoint_ns; /* how often the position is saved and a stop
 				 * request looked for; 0: every 0.5 s */
 };
@@ -25,6 +26,7 @@ struct scrub_opts {
 struct scrub_result {
 	int stopped;        /* `ferry scrub -s` stopped it: the position is kept */
 	int resumed;        /* it went on from a stopped or interrupted scrub */
+	uint64_t resumed_at;          /* ... whose runs had checked this many bytes */
 	uint64_t bytes, blocks;       /* block bytes and blocks checked (all runs) */
 	uint64_t total_bytes;         /* of every indexed block */
 	uint64_t nodes, node_bytes;   /* node rows checked */
