@@ -621,8 +621,10 @@ int scrub_run(struct store_pool *p, const struct scrub_opts *o, struct scrub_res
 	}
 	if ((r = store_scrub_nodes(p, err_cb, &sc, &res->nodes, &res->node_bytes)) < 0 ||
 	    (r = store_scrub_space(p, err_cb, &sc)) < 0 ||
-	    (r = store_scrub_unreferenced(p, &res->unref_blocks, &res->unref_bytes)) < 0 ||
-	    (r = checkpoint(&sc, 0)) < 0 || (r = tree_pass(&sc)) < 0)
+	    (r = store_scrub_unreferenced(p, &res->unref_blocks, &res->unref_bytes)) < 0)
+		goto out;
+	sc.drop_kinds = STORE_SCRUB_DROP_GONE;
+	if ((r = checkpoint(&sc, 0)) < 0 || (r = tree_pass(&sc)) < 0)
 		goto out;
 	sc.st.state = STORE_SCRUB_FINISHED;
 	sc.st.end_ns = ferry_now_ns();

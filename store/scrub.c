@@ -661,6 +661,10 @@ int store_scrub_checkpoint(struct store_pool *p, const struct store_scrub_state 
 	for (int k = 1; k < 32 && r == 0; k++)
 		if (drop_kinds & (1u << k))
 			r = cat_exec_i64(p, "DELETE FROM scrub_errors WHERE kind = ?", k);
+	if (r == 0 && (drop_kinds & STORE_SCRUB_DROP_GONE))
+		r = cat_exec(p, "DELETE FROM scrub_errors WHERE kind = 1 AND NOT EXISTS (SELECT 1 FROM"
+			     " blocks b WHERE b.hash = scrub_errors.hash AND b.codec = scrub_errors.codec"
+			     " AND b.level = scrub_errors.level)");
 	if (r < 0 || (drop_kinds && (r = cat_exec(p, "DELETE FROM scrub_users WHERE err_id NOT IN"
 						  " (SELECT id FROM scrub_errors)")) < 0))
 		goto out;

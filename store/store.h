@@ -941,7 +941,10 @@ int store_scrub_lock(struct store_pool *p, int *fd) FERRY_WUR;
 /* In one transaction: the state row, the errors errs[0..n) added to the
  * log (their ids written back), and the stop request cleared when
  * clear_stop. With fresh, the log and its users are emptied first, and
- * with drop_kinds (a mask of 1 << kind) the rows of those kinds. */
+ * with drop_kinds (a mask of 1 << kind) the rows of those kinds; its bit
+ * STORE_SCRUB_DROP_GONE drops the damaged blocks whose copy has left the
+ * index since they were logged (gc freed them while a scrub was stopped). */
+#define STORE_SCRUB_DROP_GONE 1u
 int store_scrub_checkpoint(struct store_pool *p, const struct store_scrub_state *st,
 			   struct store_scrub_err *errs, size_t n, int fresh, unsigned drop_kinds,
 			   int clear_stop) FERRY_WUR;

@@ -105,8 +105,11 @@ is "$?:$(python3 "$CHECK" "$MAN" "ferry pool status" <"$T/j")" "0:ok" "pool stat
 
 # ---- node flips (the catalogue's node rows) ---------------------------------------
 fresh
-python3 "$LIB" flip-nodes "$T/p/tank" 3 1502 >"$T/flips"
-check "$T/flips" "3 flipped nodes: each reported with a path"
+# blocklists: leaves, so none is under another damaged node (a node that
+# is can be named by no path, as zpool names no file under a damaged
+# directory; the directory case follows)
+python3 "$LIB" flip-nodes "$T/p/tank" 3 1502 2 >"$T/flips"
+check "$T/flips" "3 flipped blocklist nodes: each reported with its file"
 # a directory's node: the directory is named, and restore fails below it only
 fresh
 dnode=$(python3 - "$T/p/tank/catalog.db" <<'EOF'
@@ -186,9 +189,18 @@ python3 -c "
 import sys; n, o = sys.argv[1], int(sys.argv[2])
 f = open(sys.argv[3] + '/' + n, 'r+b'); f.seek(o); b = f.read(1); f.seek(o); f.write(bytes([b[0] ^ 4]))" $first "$T/p/big/packs"
 refused 1 "no scrub of pool 'big' is running" "scrub -s with none running: exit 1, one line" ferry scrub -s big
+# scanning POOL: waits (up to 30 s) until a scrub of POOL is scanning and
+# has checkpointed some progress, whatever the machine's load
+scanning() {
+	for _w in $(seq 1 300); do
+		[ "$(sqlite3 "$T/p/$1/catalog.db" "SELECT state = 1 AND bytes > 0 FROM scrub_state" 2>/dev/null)" = 1 ] && return 0
+		sleep 0.1
+	done
+	diag "no scrub of $1 got going"
+}
 "$FERRY" scrub --limit-rate 8M big >"$T/bg.out" 2>&1 &
 bg=$!
-sleep 1
+scanning big
 run ferry scrub -s big
 is "$rc:$(cat "$T/err")" "0:" "scrub -s stops the running scrub"
 wait $bg
@@ -210,7 +222,7 @@ likes "$?:$(python3 -c 'import json,sys; d=json.load(sys.stdin)["pools"]["big"];
 run ferry scrub big
 "$FERRY" scrub --limit-rate 8M big >/dev/null 2>&1 &
 bg=$!
-sleep 1.2
+scanning big
 kill -9 $bg
 wait $bg 2>/dev/null
 likes "$(ferry pool status big)" "scrub interrupted \(started on .*\); 'ferry scrub big' continues it" \

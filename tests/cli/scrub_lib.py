@@ -6,8 +6,9 @@ trees, independent of ferry's own walk.
   scrub_lib.py flip-blocks POOLDIR N SEED   flips one bit in each of N distinct
       blocks (a random byte of its header or payload in its pack); prints
       "block HEX" per block
-  scrub_lib.py flip-nodes POOLDIR N SEED    flips one bit of N distinct node rows
-      of the catalogue; prints "node HEX" per node
+  scrub_lib.py flip-nodes POOLDIR N SEED [TYPE]   flips one bit of N distinct
+      node rows of the catalogue (of that node type only, with TYPE: 2, the
+      blocklists, are leaves, so none hides another); prints "node HEX" each
   scrub_lib.py check FLIPS RECSIZE POOL SNAP=DIR... < SCRUB_JSON
       every flipped block is reported (kind block) with exactly the files
       whose content has that record, as POOL/DS@SNAP:/PATH, every flipped
@@ -39,10 +40,11 @@ def flip_blocks(pooldir, n, seed):
         print('block', h.hex())
 
 
-def flip_nodes(pooldir, n, seed):
+def flip_nodes(pooldir, n, seed, ntype=None):
     rnd = random.Random(seed)
     db = sqlite3.connect(os.path.join(pooldir, 'catalog.db'))
-    rows = db.execute('SELECT hash, data FROM nodes ORDER BY hash').fetchall()
+    rows = db.execute('SELECT hash, data FROM nodes WHERE ?1 IS NULL OR type = ?1 ORDER BY hash',
+                      (ntype,)).fetchall()
     for h, data in rnd.sample(rows, min(n, len(rows))):
         d = bytearray(data)
         i = rnd.randrange(len(d))
@@ -112,7 +114,8 @@ def main():
     if cmd == 'flip-blocks':
         flip_blocks(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     elif cmd == 'flip-nodes':
-        flip_nodes(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        flip_nodes(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
+                   int(sys.argv[5]) if len(sys.argv) > 5 else None)
     elif cmd == 'check':
         check(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5:])
     else:
