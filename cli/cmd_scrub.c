@@ -442,6 +442,9 @@ int cmd_scrub(int argc, char **argv)
 		printf("checked: %s of %s in %" PRIu64 " blocks, %" PRIu64 " nodes, %" PRIu64
 		       " snapshot and bookmark trees%s\n", b, t, res.blocks, res.nodes, res.snapshots,
 		       res.orphans_checked ? "" : "; orphan packs not looked for (a writer was running)");
+		printf("time: %.2f s reading and checking blocks, %.2f s nodes and figures, %.2f s"
+		       " walking trees\n", (double)res.ns_blocks / 1e9, (double)res.ns_nodes / 1e9,
+		       (double)res.ns_trees / 1e9);
 		if (res.resumed) {
 			format_nicenum(res.resumed_at, b, sizeof b, 1);
 			printf("continued a stopped scrub that had checked %s\n", b);

@@ -11,9 +11,9 @@
  * space figures) are quick and redone by every run.
  *
  * The tree pass names files: each snapshot's tree is walked, every file's
- * blocklist compared with the damaged hashes; a subtree or blocklist
- * found clean is remembered by hash (a TEMP key set) and skipped in the
- * next snapshots, so the walk of many snapshots costs what differs
+ * blocklist compared with the damaged hashes; a directory subtree found
+ * clean is remembered by hash (a TEMP key set) and skipped in the next
+ * snapshots, so the walk of many snapshots costs what differs
  * between them. A damaged subtree is walked again for each snapshot that
  * has it, so each one's paths are listed, as zpool status -v does. */
 #include <errno.h>
@@ -396,18 +396,15 @@ static int tw_extent(void *arg, const struct node_extent *x, uint64_t off)
 static int tw_file(struct tw *t, int type, const uint8_t *child, uint64_t size, const char *path,
 		   size_t len)
 {
-	uint8_t key[FERRY_HASH_LEN + 1];
 	int r;
-	if ((r = store_hset_get(t->clean, memo_key(t, child, key), sizeof key, NULL)) != 0)
-		return r < 0 ? r : 0;
-	uint64_t before = t->found;
+	/* no memo per file: the directories' memo already skips every file
+	 * of an unchanged subtree, and two key-set queries per file would
+	 * cost as much as the blocklist's own walk */
 	t->fpath = path;
 	t->fpath_len = len;
 	t->bad_err = 0;
 	r = node_bl_walk(tw_read, t, type, child, size, tw_extent, t);
 	if (r < 0 && (r = node_failed(t, r, child, path, len)) < 0)
-		return r;
-	if (t->found == before && (r = store_hset_add(t->clean, key, sizeof key, 0)) < 0)
 		return r;
 	return 0;
 }
@@ -559,8 +556,16 @@ static int tree_pass(struct scrub *sc)
 		goto out;
 	qsort(t.d, t.nd, sizeof *t.d, dmg_cmp);
 	if ((r = store_reader_new(sc->p, &t.rd)) < 0 || (r = store_hset_new(sc->p, 0, &t.clean)) < 0 ||
-	    (r = store_ds_lookup(sc->p, store_pool_name(sc->p), &root)) < 0 ||
-	    (r = store_ds_walk(sc->p, &root, -1, tw_ds, &t)) < 0)
+	    (r = store_ds_lookup(sc->p, store_pool_name(sc->p), &root)) < 0)
+		goto out;
+	/* one read snapshot for the whole walk: every tree as one state of
+	 * the catalogue, and no lock round trip per query (a walk makes
+	 * several per file) */
+	if ((r = store_read_begin(sc->p)) < 0)
+		goto out;
+	r = store_ds_walk(sc->p, &root, -1, tw_ds, &t);
+	store_read_end(sc->p);
+	if (r < 0)
 		goto out;
 	/* the damage the walk found is logged (ids given), then every user row */
 	if (t.nfresh) {
@@ -608,9 +613,12 @@ int scrub_run(struct store_pool *p, const struct scrub_opts *o, struct scrub_res
 	/* every kind but the block pass's is found again by this run */
 	sc.drop_kinds = 1u << STORE_SCRUB_NODE | 1u << STORE_SCRUB_NOBLOCK |
 			1u << STORE_SCRUB_NONODE | 1u << STORE_SCRUB_PACK | 1u << STORE_SCRUB_SPACE;
+	uint64_t t = ferry_now_ns();
 	if ((r = store_scrub_packs(p, err_cb, orphan_cb, &sc, &res->orphans_checked)) < 0 ||
 	    (r = checkpoint(&sc, 1)) < 0 || (r = block_pass(&sc)) < 0)
 		goto out;
+	res->ns_blocks = ferry_now_ns() - t;
+	t = ferry_now_ns();
 	if (sc.stop) {
 		sc.st.state = STORE_SCRUB_PAUSED;
 		sc.st.end_ns = ferry_now_ns();
@@ -624,8 +632,11 @@ int scrub_run(struct store_pool *p, const struct scrub_opts *o, struct scrub_res
 	    (r = store_scrub_unreferenced(p, &res->unref_blocks, &res->unref_bytes)) < 0)
 		goto out;
 	sc.drop_kinds = STORE_SCRUB_DROP_GONE;
+	res->ns_nodes = ferry_now_ns() - t;
+	t = ferry_now_ns();
 	if ((r = checkpoint(&sc, 0)) < 0 || (r = tree_pass(&sc)) < 0)
 		goto out;
+	res->ns_trees = ferry_now_ns() - t;
 	sc.st.state = STORE_SCRUB_FINISHED;
 	sc.st.end_ns = ferry_now_ns();
 	if ((r = checkpoint(&sc, 1)) < 0)

@@ -35,6 +35,7 @@ struct scrub_result {
 	uint64_t orphans, orphan_bytes;     /* pack files nobody names: gc removes them */
 	int orphans_checked;          /* 0: a writer was alive, orphans not looked for */
 	uint64_t errors;              /* rows in the pool's error log afterwards */
+	uint64_t ns_blocks, ns_nodes, ns_trees; /* this run's time in each pass */
 	struct store_scrub_state state;
 };
 
