@@ -874,8 +874,9 @@ struct store_scan_batch {
 	int64_t next_off;        /* the position after this batch: (pack_id, next_off) */
 	struct store_scan_item *items;
 	size_t n, cap;
-	struct fbuf buf;         /* the bytes read; init with fbuf_init(&buf, 0) and
-				  * zeroed items the first time: next sizes them */
+	struct fbuf buf;         /* the bytes read: fbuf_init it once with a cap of at
+				  * least STORE_BLOCK_MAX + 4 MiB (a run is at most 4
+				  * MiB, or one block); items start zeroed */
 	uint64_t bytes;          /* block bytes (headers and payloads) it covers */
 };
 /* Starts at (pack_id, offset): the first block at or after it (0, 0: all). */
