@@ -20,6 +20,7 @@ enum {
 	EXIT_PARTIAL = 3, /* done, but some input was skipped (warned about); sync:
 			   * some datasets failed */
 	EXIT_BUSY = 4,    /* sync: another sync of the same (dataset, destination) runs */
+	EXIT_DAMAGED = 5, /* scrub: the pool has damage (its error log is not empty) */
 	/* not an exit status: a command's --help was printed; main() exits 0.
 	 * Distinct from EXIT_OK so an option parser's "go on" is not it. */
 	EXIT_HELP_DONE = 256,
@@ -126,6 +127,17 @@ int cmd_sync(int argc, char **argv);       /* cmd_sync.c */
 int cmd_sync_state(int argc, char **argv);
 int cmd_prune(int argc, char **argv);      /* cmd_prune.c */
 int cmd_shell(int argc, char **argv);      /* cmd_shell.c */
+int cmd_scrub(int argc, char **argv);      /* cmd_scrub.c */
+/* The scrub's part of pool status (cmd_scrub.c): with obj NULL, prints
+ * the "scan:" line; else sets obj's "scan" (when the pool was scrubbed)
+ * and "errors" members. */
+struct store_pool;
+int cli_scrub_status(struct store_pool *p, int verbose, json_t *obj) FERRY_WUR;
+/* Prints the "errors:" part: the files damage touches, with verbose
+ * every damage with its files. */
+int cli_scrub_errors(struct store_pool *p, int verbose) FERRY_WUR;
+/* 1 when p's error log is not empty, else 0. */
+int cli_scrub_damaged(struct store_pool *p) FERRY_WUR;
 /* destroy of snapshots (DATASET@NAME, a%b ranges, -r -n -v -p); argv as
  * for cmd_destroy. cmd_destroy hands names containing '@' to it. */
 int cli_snap_destroy(int argc, char **argv);

@@ -184,13 +184,16 @@ static int pool_status(int argc, char **argv)
 	static const struct option lopts[] = {{"json", no_argument, NULL, 'j'}, {0, 0, 0, 0}};
 	struct store_pool_entry *e = NULL;
 	size_t n = 0;
-	int r, c, rc = EXIT_OK, json = 0;
+	int r, c, rc = EXIT_OK, json = 0, verbose = 0;
 	json_t *jpools = NULL;
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, "pool status", "", lopts)) != -1) {
-		if (c != 'j')
+	while ((c = cli_getopt(argc, argv, "pool status", "v", lopts)) != -1) {
+		if (c == 'v')
+			verbose = 1;
+		else if (c == 'j')
+			json = 1;
+		else
 			return cli_opt_end();
-		json = 1;
 	}
 	argc -= optind - 1;
 	argv += optind - 1;
@@ -207,16 +210,20 @@ static int pool_status(int argc, char **argv)
 		const char *name = argc > 1 ? argv[i + 1] : e[i].name;
 		struct store_pool *p = NULL;
 		struct store_pool_stats s;
+		int damaged = 0;
 		if ((r = store_pool_open(name, STORE_OPEN_RDONLY, &p)) < 0 ||
-		    (r = store_pool_stats(p, &s)) < 0) {
+		    (r = store_pool_stats(p, &s)) < 0 || (r = damaged = cli_scrub_damaged(p)) < 0) {
 			rc = cli_fail(r, "cannot open pool '%s'", name);
 			store_pool_close(p);
 			continue;
 		}
+		/* known damage (a scrub's error log) degrades the pool, as a
+		 * zpool with permanent errors is no longer healthy */
+		const char *state = damaged ? "DEGRADED" : "ONLINE";
 		if (json) {
 			json_t *o = json_object(), *bl = json_object();
 			json_object_set_new(o, "name", json_string(name));
-			json_object_set_new(o, "state", json_string("ONLINE"));
+			json_object_set_new(o, "state", json_string(state));
 			json_object_set_new(o, "path", json_string(store_pool_path(p)));
 			json_object_set_new(o, "format", cli_json_u64(s.format_version));
 			char guid[24];
@@ -238,6 +245,8 @@ static int pool_status(int argc, char **argv)
 					json_object_set_new(bl, codec_name(cs), b);
 				}
 			json_object_set_new(o, "blocks", bl);
+			if ((r = cli_scrub_status(p, verbose, o)) < 0)
+				rc = cli_fail(r, "cannot read the scrub of pool '%s'", name);
 			json_object_set_new(jpools, name, o);
 			store_pool_close(p);
 			continue;
@@ -246,11 +255,22 @@ static int pool_status(int argc, char **argv)
 		format_nicenum(s.disk_used, used, sizeof used, 1);
 		if (i)
 			putchar('\n');
-		printf("  pool: %s\n state: ONLINE\n  path: %s\nformat: %" PRIu64 "\n  guid: %" PRIu64
+		printf("  pool: %s\n state: %s\n", name, state);
+		if (damaged)
+			printf("status: One or more blocks or nodes are damaged. Files that use them"
+			       " cannot be\n\trestored or sent whole.\naction: Heal the pool with"
+			       " 'ferry scrub --repair-from POOL %s', or restore\n\tthe files from a"
+			       " backup.\n", name);
+		if ((r = cli_scrub_status(p, verbose, NULL)) < 0)
+			rc = cli_fail(r, "cannot read the scrub of pool '%s'", name);
+		printf("  path: %s\nformat: %" PRIu64 "\n  guid: %" PRIu64
 		       "\n   txg: %" PRIu64 "\n  used: %s on disk\ndatasets: %" PRIu64
-		       "\nsnapshots: %" PRIu64 "\n\nblocks:\n",
-		       name, store_pool_path(p), s.format_version, s.guid, s.txg, used, s.datasets,
+		       "\nsnapshots: %" PRIu64 "\n",
+		       store_pool_path(p), s.format_version, s.guid, s.txg, used, s.datasets,
 		       s.snapshots);
+		if ((r = cli_scrub_errors(p, verbose)) < 0)
+			rc = cli_fail(r, "cannot read the scrub of pool '%s'", name);
+		printf("\nblocks:\n");
 		struct table t;
 		if ((r = table_init(&t, 5)) < 0) {
 			store_pool_close(p);

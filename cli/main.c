@@ -22,7 +22,7 @@ static const struct cli_cmd commands[] = {
 	{"pool import", NULL, "pool import PATH [NAME]"},
 	{"pool export", NULL, "pool export NAME"},
 	{"pool list", NULL, "pool list [-H] [-p] [--json] [NAME]..."},
-	{"pool status", NULL, "pool status [--json] [NAME]..."},
+	{"pool status", NULL, "pool status [-v] [--json] [NAME]..."},
 	{"create", cmd_create, "create [-p] [-V size [-b blocksize]] [-o prop=val]... DATASET"},
 	{"destroy", cmd_destroy, "destroy [-r] [-n] [-v] [-p] [--json] DATASET\n"
 				 "destroy [-r|-R] [-d] [-f] [-n] [-v] [-p] [--json] DATASET@SNAP[%SNAP][,SNAP]...\n"
@@ -42,6 +42,8 @@ static const struct cli_cmd commands[] = {
 	{"rollback", cmd_rollback, "rollback [-r|-R] [-f] SNAPSHOT"},
 	{"diff", cmd_diff, "diff [-F] [-H] [-t] [-h] [--json] SNAPSHOT [SNAPSHOT|DATASET]"},
 	{"gc", cmd_gc, "gc [-v] [-q] [--json] POOL"},
+	{"scrub", cmd_scrub, "scrub [-v] [-q] [--json] [--limit-rate RATE] [--repair-from POOL] POOL\n"
+			     "scrub -s POOL"},
 	{"dump", cmd_dump, "dump [-v] [FILE]"},
 	{"send", cmd_send, "send [-c] [--compress=CODEC] [-p] [-i SNAP|-i #BOOKMARK|-I SNAP] [-R] [-n] [-v] [-P] [-q] [--json] SNAPSHOT\n"
 			   "send [-v] [-P] [-n] [-q] [--json] -t TOKEN\n"
@@ -84,7 +86,8 @@ static void usage(FILE *f)
 		   "(or 'ferry help COMMAND') shows one command's usage and options.\n"
 		   "\nexit codes: 0 ok, 1 failed (nothing changed, but for what EXIT STATUS\n"
 		   "in ferry(8) names), 2 usage error, 3 partial,\n"
-		   "4 busy (sync: another sync of the same dataset and destination)\n"
+		   "4 busy (sync: another sync of the same dataset and destination),\n"
+		   "5 damaged (scrub: the pool has damage)\n"
 		   "see ferry(8) for details.\n");
 }
 

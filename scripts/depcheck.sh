@@ -1,6 +1,6 @@
 #!/bin/sh
 # Layers point one way (DESIGN.md): lib <- stream, store <- capture,
-# restore, send, recv <- sync; net moves bytes; only cli wires them. Each
+# restore, send, recv, scrub <- sync; net moves bytes; only cli wires them. Each
 # folder may include only the public headers of the folders it may use
 # (a folder's public header is the one named after it: store/store.h,
 # capture/capture.h, ...; lib/lib.h; stream/stream.h), its own headers,
@@ -33,7 +33,8 @@ BEGIN {
 	uses["recv"] = "lib stream store"
 	uses["net"] = "lib"
 	uses["sync"] = "lib stream store send recv net"
-	uses["cli"] = "lib stream store capture restore send recv net sync"
+	uses["scrub"] = "lib store"
+	uses["cli"] = "lib stream store capture restore send recv net sync scrub"
 	# public headers besides DIR/DIR.h
 	public["store/codec.h"] = 1
 	# libraries: the start of the name in #include <...>, and where

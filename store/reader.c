@@ -111,6 +111,7 @@ static int read_stored(struct store_reader *rd, const uint8_t *hash, struct code
 	sqlite3_stmt *st = rd->st_loc;
 	char name[64];
 	int r, fd;
+	rd->last.pack[0] = 0; /* no location until the index row is found */
 	sqlite3_reset(st);
 	sqlite3_bind_blob(st, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
 	sqlite3_bind_int(st, 2, prefer.id);
@@ -168,6 +169,17 @@ static int read_stored(struct store_reader *rd, const uint8_t *hash, struct code
 	return 0;
 }
 
+/* A read_stored error met once the index row was found (a pack file
+ * missing, truncated, or not holding the indexed block there) is damage of
+ * that block: named with its hash, pack and offset as a payload that
+ * fails its hash is. */
+static int stored_damage(struct store_reader *rd, const uint8_t *hash, int r)
+{
+	if (!rd->last.pack[0] || (r != -FERR_CORRUPT && r != -FERR_NOENT && r != -FERR_IO))
+		return r;
+	return store_block_damage(hash, &rd->last, r);
+}
+
 int store_block_read(struct store_reader *rd, const uint8_t hash[FERRY_HASH_LEN], void *dst,
 		     size_t lsize)
 {
@@ -176,7 +188,7 @@ int store_block_read(struct store_reader *rd, const uint8_t hash[FERRY_HASH_LEN]
 	uint8_t h[FERRY_HASH_LEN];
 	int r;
 	if ((r = read_stored(rd, hash, (struct codec_spec){CODEC_OFF, 0}, &c, &ls, &ps)) < 0)
-		return r;
+		return stored_damage(rd, hash, r);
 	if (ls != lsize)
 		return ferry_err(FERR_CORRUPT, "block is %u bytes, expected %zu", ls, lsize);
 	const uint8_t *pl = rd->buf + PACK_BLK_HDR_LEN;
@@ -204,7 +216,7 @@ int store_block_read_stored(struct store_reader *rd, const uint8_t hash[FERRY_HA
 	uint32_t ls, ps;
 	int r;
 	if ((r = read_stored(rd, hash, prefer, &c, &ls, &ps)) < 0)
-		return r;
+		return stored_damage(rd, hash, r);
 	fbuf_reset(out);
 	if ((r = fbuf_append(out, rd->buf + PACK_BLK_HDR_LEN, ps)) < 0)
 		return r;

@@ -914,4 +914,172 @@ int store_partial_load(struct store_pool *p, const char *ds, struct store_hset *
 /* Forgets ds's partial receive (its blocks become garbage for gc). */
 int store_partial_drop(struct store_pool *p, const char *ds) FERRY_WUR;
 
+
+/* ---- scrub support (scrub.c): the checks of `ferry scrub` that need the
+ * packs and the catalogue's tables; scrub/ drives them. -------------------- */
+/* What a scrub found, as recorded in the catalogue (the pool's error log,
+ * as zpool keeps one): */
+enum store_scrub_kind {
+	STORE_SCRUB_BLOCK = 1,   /* an indexed block whose stored copy is damaged or gone */
+	STORE_SCRUB_NODE,        /* a node row whose bytes do not match its hash */
+	STORE_SCRUB_NOBLOCK,     /* a block a snapshot's tree names that the index lacks */
+	STORE_SCRUB_NONODE,      /* a node a snapshot's tree names that the catalogue lacks */
+	STORE_SCRUB_PACK,        /* a pack file missing, truncated, or with a bad header */
+	STORE_SCRUB_SPACE,       /* a snapshot's recorded space figures differ from its blocks' */
+};
+#define STORE_SCRUB_DETAIL_MAX 200
+struct store_scrub_err {
+	int64_t id;              /* row id in the error log (0 before it is recorded) */
+	int kind;                /* enum store_scrub_kind */
+	int has_hash;
+	uint8_t hash[FERRY_HASH_LEN];
+	struct codec_spec codec; /* blocks: the damaged copy's codec */
+	char pack[64];           /* "" when no pack is involved */
+	int64_t offset;          /* in pack; -1 when none */
+	char detail[STORE_SCRUB_DETAIL_MAX];
+};
+
+/* A pass over every indexed block, pack by pack (by id), each pack in
+ * offset order, reading runs of neighbouring blocks with one pread. It
+ * holds the gc lock shared (packs do not vanish under it; writers go on).
+ * It keeps no catalogue statement open between calls, so its caller may
+ * write to the catalogue in between. Single-threaded, but for
+ * store_scan_verify. */
+struct store_scan;
+struct store_scan_item {
+	uint8_t hash[FERRY_HASH_LEN];
+	struct codec_spec codec;
+	int64_t offset;
+	uint32_t lsize, psize;
+	size_t at;               /* of its header in the batch's buffer */
+	int err;                 /* 0, or -FERR_CORRUPT with why (set by next or verify) */
+	char why[STORE_SCRUB_DETAIL_MAX];
+};
+struct store_scan_batch {
+	int64_t pack_id;
+	char pack[64];
+	int64_t next_off;        /* the position after this batch: (pack_id, next_off) */
+	struct store_scan_item *items;
+	size_t n, cap;
+	struct fbuf buf;         /* the bytes read: fbuf_init it once with a cap of at
+				  * least STORE_BLOCK_MAX + 4 MiB (a run is at most 4
+				  * MiB, or one block); items start zeroed */
+	uint64_t bytes;          /* block bytes (headers and payloads) it covers */
+};
+/* Starts at (pack_id, offset): the first block at or after it (0, 0: all). */
+int store_scan_new(struct store_pool *p, int64_t pack_id, int64_t offset,
+		   struct store_scan **out) FERRY_WUR;
+void store_scan_free(struct store_scan *s); /* NULL is a no-op */
+/* The bytes (headers and payloads) of every indexed block, those before
+ * the scan's start, and the number of blocks. */
+int store_scan_totals(struct store_scan *s, uint64_t *total, uint64_t *before,
+		      uint64_t *blocks) FERRY_WUR;
+/* Fills b with the next run of blocks of one pack: 1 when it holds some,
+ * 0 once every pack is done. Blocks that cannot be read (their pack file
+ * missing, or past its end) come with err set, unread. */
+int store_scan_next(struct store_scan *s, struct store_scan_batch *b) FERRY_WUR;
+/* Checks each item of b not already failed: header against the index
+ * row, payload decoded (into scratch, at least STORE_BLOCK_MAX bytes)
+ * and hashed. Sets err and why. Thread-safe; touches no pool. */
+void store_scan_verify(struct store_scan_batch *b, void *scratch, size_t cap);
+void store_scan_batch_release(struct store_scan_batch *b);
+
+/* Calls fn for each pack-level problem: a pack the catalogue names whose
+ * file is missing, shorter than its index rows reach, with index rows
+ * past the size the catalogue recorded, or without a pack header. Then,
+ * when no writer is alive (the gc lock is free: a pack no row names is
+ * then nobody's), calls orphan for each pack file the catalogue does not
+ * name, and sets *orphans_checked to 1 (else 0). Call it with no reader
+ * or writer of this process open on p. */
+typedef int (*store_scrub_err_fn)(void *arg, const struct store_scrub_err *e);
+typedef int (*store_scrub_orphan_fn)(void *arg, const char *pack, uint64_t size);
+int store_scrub_packs(struct store_pool *p, store_scrub_err_fn fn, store_scrub_orphan_fn orphan,
+		      void *arg, int *orphans_checked) FERRY_WUR;
+/* Checks every node row (type, size, bytes against the hash): fn for
+ * each bad one; *count and *bytes the rows and their bytes. */
+int store_scrub_nodes(struct store_pool *p, store_scrub_err_fn fn, void *arg, uint64_t *count,
+		      uint64_t *bytes) FERRY_WUR;
+/* Calls fn for each snapshot whose recorded referenced/logicalreferenced
+ * differ from the sums over its block references. */
+int store_scrub_space(struct store_pool *p, store_scrub_err_fn fn, void *arg) FERRY_WUR;
+/* The indexed blocks no snapshot (nor a partial receive) references:
+ * garbage that `ferry gc` frees. */
+int store_scrub_unreferenced(struct store_pool *p, uint64_t *blocks, uint64_t *bytes) FERRY_WUR;
+
+/* The state of the last scrub, in the catalogue (one row). */
+enum { STORE_SCRUB_NONE = 0, STORE_SCRUB_SCANNING, STORE_SCRUB_PAUSED, STORE_SCRUB_FINISHED };
+struct store_scrub_state {
+	int state;
+	uint64_t start_ns;       /* when the scrub began (its first run) */
+	uint64_t end_ns;         /* finished: when; paused: when it stopped */
+	uint64_t elapsed_ns;     /* time spent scanning over all its runs */
+	int64_t pack_id, offset; /* the blocks before this position are checked */
+	uint64_t bytes, blocks;  /* checked so far */
+	uint64_t errors;         /* rows in the error log */
+	uint64_t repaired;       /* bytes repaired (scrub --repair-from) */
+};
+/* STORE_SCRUB_NONE (zeros) when the pool was never scrubbed. Works on a
+ * pool opened read-only. */
+int store_scrub_state_get(struct store_pool *p, struct store_scrub_state *out) FERRY_WUR;
+/* 1 when a scrub of p is running (its lock is held), else 0. Read-only. */
+int store_scrub_running(struct store_pool *p) FERRY_WUR;
+/* Takes the pool's scrub lock (one scrub at a time; held until the fd is
+ * closed): -FERR_BUSY when another scrub holds it. */
+int store_scrub_lock(struct store_pool *p, int *fd) FERRY_WUR;
+/* In one transaction: the state row, the errors errs[0..n) added to the
+ * log (their ids written back), and the stop request cleared when
+ * clear_stop. With fresh, the log and its users are emptied first, and
+ * with drop_kinds (a mask of 1 << kind) the rows of those kinds; its bit
+ * STORE_SCRUB_DROP_GONE drops the damaged blocks whose copy has left the
+ * index since they were logged (gc freed them while a scrub was stopped). */
+#define STORE_SCRUB_DROP_GONE 1u
+int store_scrub_checkpoint(struct store_pool *p, const struct store_scrub_state *st,
+			   struct store_scrub_err *errs, size_t n, int fresh, unsigned drop_kinds,
+			   int clear_stop) FERRY_WUR;
+/* 1 when `ferry scrub -s` asked the running scrub to stop, else 0. */
+int store_scrub_stop_requested(struct store_pool *p) FERRY_WUR;
+/* Asks the running scrub to stop; -FERR_NOENT when none is running. */
+int store_scrub_request_stop(struct store_pool *p) FERRY_WUR;
+/* Calls fn for each row of the error log, by id. */
+int store_scrub_err_iter(struct store_pool *p, store_scrub_err_fn fn, void *arg) FERRY_WUR;
+/* The files that use a logged damage: replaces every user row with
+ * users[0..n) (err ids, full snapshot names, paths; "" for a volume's
+ * image or a node above any file). */
+struct store_scrub_user {
+	int64_t err_id;
+	char snap[STORE_NAME_MAX + 1];
+	char *path;              /* malloc'd */
+};
+int store_scrub_users_put(struct store_pool *p, const struct store_scrub_user *users,
+			  size_t n) FERRY_WUR;
+/* Calls fn for every user row, by snapshot, path and err id. */
+typedef int (*store_scrub_user_fn)(void *arg, int64_t err_id, const char *snap,
+				   const char *path);
+int store_scrub_users_iter(struct store_pool *p, store_scrub_user_fn fn, void *arg) FERRY_WUR;
+
+/* Repair (scrub --repair-from): good copies of damaged blocks go into a
+ * new pack, fsynced with packs/ before one transaction points the index
+ * rows at them, drops their log rows and the rows of packs left with no
+ * block; good node bytes replace a damaged node row in that transaction.
+ * Nothing is overwritten in place; a crash before the commit leaves an
+ * orphan pack that gc removes. Holds the gc lock shared. */
+struct store_repair;
+int store_repair_new(struct store_pool *p, struct store_repair **out) FERRY_WUR;
+/* Queues the copy of block e->hash in codec e->codec: payload (psize
+ * bytes in that codec, of lsize logical bytes) must be what the index row
+ * says (same lsize and psize: -FERR_INVAL otherwise); the caller checked
+ * it against the hash. */
+int store_repair_block(struct store_repair *rp, const struct store_scrub_err *e,
+		       const void *payload, uint32_t psize, uint32_t lsize) FERRY_WUR;
+/* Queues node bytes for e->hash (checked against it here). */
+int store_repair_node(struct store_repair *rp, const struct store_scrub_err *e, int type,
+		      const void *data, size_t len) FERRY_WUR;
+/* The psize and lsize the index gives block e->hash in e->codec. */
+int store_repair_row(struct store_repair *rp, const struct store_scrub_err *e, uint32_t *psize,
+		     uint32_t *lsize) FERRY_WUR;
+/* Makes what was queued durable and the catalogue's; *bytes the payload
+ * bytes written. */
+int store_repair_commit(struct store_repair *rp, uint64_t *bytes) FERRY_WUR;
+void store_repair_free(struct store_repair *rp); /* drops what was not committed */
+
 #endif

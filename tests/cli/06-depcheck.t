@@ -2,7 +2,7 @@
 # make depcheck holds the layers: on a copy of the tree it passes, and it
 # fails, naming the file, on each planted violation of each rule.
 . "$(dirname "$0")/lib.sh"
-for d in lib stream store capture restore send recv net sync cli scripts; do
+for d in lib stream store capture restore send recv net sync scrub cli scripts; do
 	[ -d "$FERRY_SRC/$d" ] && cp -r "$FERRY_SRC/$d" "$T/$d"
 done
 mkdir -p "$T/net" "$T/sync"
@@ -24,6 +24,8 @@ plant store/x.c '#include "../capture/capture.h"' "not allowed from store/" "sto
 plant recv/x.c '#include "../capture/capture.h"' "not allowed from recv/" "recv/ may not use capture/"
 plant send/x.c '#include "../recv/recv.h"' "not allowed from send/" "send/ may not use recv/"
 plant capture/x.c '#include "../restore/restore.h"' "not allowed from capture/" "capture/ may not use restore/"
+plant scrub/x.c '#include "../send/send.h"' "not allowed from scrub/" "scrub/ may not use send/"
+plant scrub/x.c '#include "../store/internal.h"' "private header of store/" "scrub/ may not include store's internal.h"
 plant net/x.c '#include "../store/store.h"' "not allowed from net/" "net/ moves bytes: no store/"
 plant cli/x.c '#include "../store/internal.h"' "private header of store/" "cli/ may not include store's internal.h"
 plant recv/x.c '#include "../store/internal.h"' "private header of store/" "recv/ may not include store's internal.h"

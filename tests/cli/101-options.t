@@ -84,7 +84,7 @@ refused 2 "recv: invalid option '--bogus'" "recv names it too" ferry recv --bogu
 refused 2 "pool create: invalid option '-Q'" "so does pool create" ferry pool create -Q x "$T/x"
 
 # ---- help ----------------------------------------------------------------------
-cmds="pool create|pool import|pool export|pool list|pool status|create|destroy|list|get|set|inherit|snapshot|bookmark|restore|hold|release|holds|rollback|diff|gc|dump|send|recv|sync|prune|shell|sync-state"
+cmds="pool create|pool import|pool export|pool list|pool status|create|destroy|list|get|set|inherit|snapshot|bookmark|restore|hold|release|holds|rollback|diff|gc|scrub|dump|send|recv|sync|prune|shell|sync-state"
 IFS='|'
 for c in $cmds; do
 	IFS=' '

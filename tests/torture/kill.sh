@@ -25,6 +25,11 @@
 #                     bookmark, a pack left by a killed capture, compaction
 #   destroy-r         a dataset with snapshots, a bookmark and a child
 #   rollback-r        to the first of three snapshots, with bookmarks
+#   scrub             a pool with garbage and a bookmark (what it writes is
+#                     its state and error log; the retry continues it)
+#   scrub-repair      scrub --repair-from a send -R | recv replica of a pool
+#                     with 20 flipped blocks and a flipped node (damaged
+#                     before: restore is checked after the retry only)
 #
 # For each, the operation first runs once under strace without injection:
 # that run is the control (its pools, after gc, are what every killed run
@@ -98,7 +103,7 @@ TREECMP=$FERRY_TOOLS/treecmp
 PRNG=$FERRY_TOOLS/prng
 SQLITE=${SQLITE:-sqlite3}
 
-SCENARIOS="capture-full capture-incr recv-full recv-incr recv-resume recv-resume-incr gc destroy-r rollback-r"
+SCENARIOS="capture-full capture-incr recv-full recv-incr recv-resume recv-resume-incr gc destroy-r rollback-r scrub scrub-repair"
 # The write-class calls: every call that can change a file's bytes, size,
 # name or durability. openat/open count only with O_CREAT (see points()).
 WSET=write,pwrite64,writev,pwritev,pwritev2,fsync,fdatasync,sync_file_range,msync
@@ -403,8 +408,10 @@ after_kill() {
 	chk_props "after the kill"
 	chk_figs "after the kill"
 	chk_token "after the kill"
-	chk_restore "after the kill"
-	if [ "$NOW" != "$AFTER" ]; then
+	# a pool damaged before the operation (scrub-repair) restores once repaired
+	[ "$DAMAGED" = 1 ] || chk_restore "after the kill"
+	# an operation that changes no name (scrub) is always run again
+	if [ "$NOW" != "$AFTER" ] || [ "$ALWAYS_RETRY" = 1 ]; then
 		if ! retry_$SCN >"$PT/retry.out" 2>&1; then
 			fail retry "the operation run again failed: $(tail -1 "$PT/retry.out")"
 		fi
@@ -554,6 +561,33 @@ prep_rollback_r() {
 op_rollback_r() { $WRAP "$FERRY" rollback -r tank/fs@a; }
 retry_rollback_r() { retry_atomic; }
 
+# scrub: the pool's data is untouched, its catalogue gets the scrub's rows
+setup_scrub() { POOLS=tank KIND=atomic ALWAYS_RETRY=1; }
+prep_scrub() {
+	cp -a "$W/A" "$SD/src" && fl pool create tank "$L/tank" &&
+		fl create -o source="$SD/src" -o recordsize=4K tank/fs && fl snapshot tank/fs@a &&
+		mutate "$SD/src" 1 && fl snapshot tank/fs@b && fl bookmark tank/fs@a tank/fs#a &&
+		mutate "$SD/src" 2 && fl snapshot tank/fs@c &&
+		fl destroy tank/fs@b &&
+		printf '%s\n' "tank/fs@a $W/A" "tank/fs@c $SD/src" >"$SD/expect"
+}
+op_scrub() { $WRAP "$FERRY" scrub -q tank; }
+retry_scrub() { fl scrub -q tank; }
+
+# scrub --repair-from: a new pack of good copies, the index pointed at it
+setup_scrub_repair() { POOLS=tank KIND=atomic ALWAYS_RETRY=1 DAMAGED=1; }
+prep_scrub_repair() {
+	cp -a "$W/A" "$SD/src" && fl pool create tank "$L/tank" &&
+		fl create -o source="$SD/src" -o recordsize=4K tank/fs && fl snapshot tank/fs@a &&
+		mutate "$SD/src" 1 && fl snapshot tank/fs@b &&
+		fl pool create bk "$L/bk" && fl send -R tank/fs@b >"$SD/rep" && fl recv bk/fs <"$SD/rep" &&
+		python3 "$FERRY_SRC/tests/cli/scrub_lib.py" flip-blocks "$L/tank" 20 4242 &&
+		python3 "$FERRY_SRC/tests/cli/scrub_lib.py" flip-nodes "$L/tank" 1 4243 &&
+		printf '%s\n' "tank/fs@a $W/A" "tank/fs@b $SD/src" >"$SD/expect"
+}
+op_scrub_repair() { $WRAP "$FERRY" scrub -q --repair-from bk tank; }
+retry_scrub_repair() { fl scrub -q --repair-from bk tank; }
+
 # ---- the profile and the points -----------------------------------------------------
 # points TRACE: the kill points of a profile, in the order the calls came:
 # "syscall:N" with N the call's ordinal in its thread, each once (a point
@@ -590,7 +624,8 @@ scenario() {
 	SCN=$(echo "$1" | tr - _) NAME=$1
 	SD=$W/s/$NAME L=$W/s/$NAME/live PT=$W/s/$NAME/pt
 	POOLS="" KIND=atomic TOKEN_DS="" TOKEN_SNAP=""
-	command -v "setup_$SCN" >/dev/null 2>&1 || die "no scenario '$NAME' (one of: capture-full capture-incr recv-full recv-incr recv-resume recv-resume-incr gc destroy-r rollback-r)"
+	ALWAYS_RETRY=0 DAMAGED=0
+	command -v "setup_$SCN" >/dev/null 2>&1 || die "no scenario '$NAME' (one of: $SCENARIOS)"
 	setup_$SCN
 	export FERRY_HOME="$L/home"
 	_t0=$(now)
