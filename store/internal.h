@@ -251,6 +251,11 @@ int space_pool_stats(struct store_pool *p, struct store_pool_stats *s) FERRY_WUR
 /* Space figures of one snapshot id, from its block references (pack.c). */
 int snap_figures(struct store_pool *p, int64_t snap_id, uint64_t *pbytes, uint64_t *lbytes) FERRY_WUR;
 
+/* Creates the scrub's state and error-log tables if the pool has none yet,
+ * inside the caller's transaction when there is one (scrub.c; repair.c
+ * writes them too). */
+int scrub_tables_create(struct store_pool *p) FERRY_WUR;
+
 /* ---- a bounded reader over node bytes (node.c, blocklist.c) -------------
  * nrd_need before every read: "node is truncated" when fewer than n bytes
  * are left; the nrd_u* then read little-endian fields without checking. */
