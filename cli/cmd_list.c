@@ -63,6 +63,7 @@ static const char *col_header(const char *prop)
 		{"refcompressratio", "REFRATIO"}, {"recordsize", "RECSIZE"},
 		{"volblocksize", "VOLBLOCK"}, {"logicalused", "LUSED"},
 		{"logicalreferenced", "LREFER"}, {"usedbysnapshots", "USEDSNAP"},
+		{"usedbydataset", "USEDDS"}, {"usedbychildren", "USEDCHILD"},
 		{"compression", "COMPRESS"},
 	};
 	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
@@ -78,7 +79,10 @@ static int numeric_column(const char *prop)
 		"used", "available", "avail", "referenced", "refer", "compressratio", "ratio",
 		"refcompressratio", "recordsize", "recsize", "volsize", "volblocksize", "volblock",
 		"logicalused", "logicalreferenced", "written", "usedbysnapshots", "createtxg",
+		"usedbydataset", "usedbychildren",
 	};
+	if (!strncmp(prop, "written@", 8)) /* its header is the name in capitals, as zfs's */
+		return 1;
 	for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
 		if (!strcmp(nums[i], prop))
 			return 1;

@@ -178,10 +178,16 @@ struct store_propval {
 	int numeric;                               /* 1 when exact is a number */
 };
 
-/* Whether name is a known native property or a valid user property. */
+/* Whether name is a known native property, a valid user property or
+ * zfs's written@SNAP (SNAP a snapshot's name after the '@', or a full
+ * snapshot name). */
 int store_prop_known(const char *name);
 /* Gets one property of ds. Unset user properties give value "-" and
- * source NONE; an unknown name is -FERR_PROP. */
+ * source NONE; an unknown name is -FERR_PROP. written@SNAP is the bytes
+ * ds's head (its newest snapshot) or snapshot ds references that SNAP
+ * does not, with source local as zfs shows it; SNAP must be a snapshot
+ * of ds's own dataset, older than ds when ds is a snapshot: otherwise
+ * -FERR_NOENT or -FERR_INVAL saying so ("-" for a bookmark). */
 int store_prop_get(struct store_pool *p, const struct store_ds *ds, const char *name,
 		   struct store_propval *out) FERRY_WUR;
 /* Calls fn for every property of ds that `get all` shows, in zfs order,
@@ -224,7 +230,10 @@ int store_ds_recordsize(struct store_pool *p, const struct store_ds *ds, uint32_
 /* ---- space ---------------------------------------------------------------- */
 struct store_space {
 	uint64_t used, referenced, logicalused, logicalreferenced, written;
-	uint64_t usedbysnapshots;
+	/* zfs's breakdown of used (filesystems and volumes; 0 for a
+	 * snapshot): used = usedbydataset + usedbysnapshots + usedbychildren
+	 * (ferry has no reservations, so no usedbyrefreservation) */
+	uint64_t usedbysnapshots, usedbydataset, usedbychildren;
 };
 /* Exact accounting for ds (zeros until data lands). */
 int store_ds_space(struct store_pool *p, const struct store_ds *ds, struct store_space *out) FERRY_WUR;
