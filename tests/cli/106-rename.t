@@ -223,6 +223,31 @@ ferry destroy tank/w@vier
 refused 1 "^ferry: cannot send 'tank/y@4': the token's snapshot 'tank/y@4' \(guid [0-9]+\) is not in pool 'tank' under that name or any other$" \
 	"send -t of a snapshot that is gone says so" ferry send -t "$tok"
 
+# ---- sync across renames of its source and of its destination ---------------
+mkdir "$T/s/sy"
+"$P" bin 8 50000 >"$T/s/sy/f"
+ferry pool create sy "$T/p/sy"
+ferry create -o source="$T/s/sy" tank/sy
+ferry snapshot tank/sy@1
+ferry sync tank/sy sy/d >/dev/null
+ferry rename tank/sy tank/sy2
+"$P" bin 9 40000 >"$T/s/sy/g"
+ferry snapshot tank/sy2@2
+run ferry sync tank/sy2 sy/d
+is "$rc:$(ferry list -H -t snapshot -o name sy/d | tr '\n' ' ')" "0:sy/d@1 sy/d@2 " \
+	"sync from a renamed source finds the common snapshot by guid"
+ferry rename sy/d sy/e
+ferry snapshot tank/sy2@3
+run ferry sync tank/sy2 sy/e
+is "$rc:$(ferry list -H -t snapshot -o name sy/e | tr '\n' ' ')" "0:sy/e@1 sy/e@2 sy/e@3 " \
+	"sync to a renamed destination, by its new name"
+is "$(ferry holds -H tank/sy2@2 tank/sy2@3 | cut -f1,2 | tr '\t\n' '= ')" \
+	"tank/sy2@2=ferry-sync:sy/d tank/sy2@3=ferry-sync:sy/e " \
+	"the hold tag naming the old destination stays on the source (ferry.8: release it)"
+ferry release ferry-sync:sy/d tank/sy2@2
+ferry release ferry-sync:sy/e tank/sy2@3
+ferry destroy -r tank/sy2
+
 # ---- the end: gc, then every snapshot restores as the tree it was taken of ----
 ferry destroy -r tank/small
 ferry gc tank >/dev/null

@@ -41,7 +41,8 @@ tank/a/b	50000	50000	0	0	50000	0
 tank/c	0	0	0	0	0	0" "used, usedbydataset, usedbysnapshots, usedbychildren as worked out"
 bad=''
 for d in $(ferry list -H -r -o name tank); do
-	set -- $(ferry get -Hp -o value used,usedbydataset,usedbysnapshots,usedbychildren "$d")
+	set -- $(ferry get -Hp -o value used,usedbydataset,usedbysnapshots,usedbychildren "$d" 2>/dev/null)
+	if [ $# -ne 4 ]; then bad="$bad $d(no figures)"; continue; fi
 	[ "$1" -eq $(($2 + $3 + $4)) ] || bad="$bad $d($1 != $2+$3+$4)"
 done
 is "$bad" "" "used = usedbydataset + usedbysnapshots + usedbychildren on every dataset"
