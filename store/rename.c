@@ -194,18 +194,47 @@ static int rename_update(struct store_pool *p, const struct store_ds *ds, const 
 	return r;
 }
 
-int store_ds_rename(struct store_pool *p, const char *from, const char *to, int parents)
+/* The rename's checks and rows, inside its transaction. */
+static int rename_in_tx(struct store_pool *p, const char *from, const char *to, int parents,
+			const char *frel, const char *trel)
 {
-	char old_rel[STORE_NAME_MAX + 1], part[STORE_NAME_MAX + 1];
-	const char *frel = NULL, *trel = NULL;
+	char part[STORE_NAME_MAX + 1];
 	struct store_ds ds, parent, other;
 	int64_t longest = 0;
+	int r;
+	if ((r = store_ds_lookup(p, from, &ds)) < 0)
+		return r;
+	if ((r = store_ds_lookup(p, to, &other)) == 0)
+		return ferry_err(FERR_EXISTS, "dataset '%s' already exists", to);
+	if (r != -FERR_NOENT)
+		return r;
+	ferry_err_clear();
+	if ((r = partial_under(p, from, part, sizeof part)) != 0 ||
+	    (r = partial_under(p, to, part, sizeof part)) != 0)
+		return r < 0 ? r : ferry_err(FERR_BUSY, "'%s' holds a partial receive: resume it "
+					     "(ferry send -t TOKEN, see receive_resume_token) or "
+					     "discard it (ferry recv -A %s)", part, part);
+	if ((r = subtree_longest(p, frel, &longest)) < 0)
+		return r;
+	if (strlen(p->name) + 1 + (size_t)longest + strlen(trel) > STORE_NAME_MAX)
+		return ferry_err(FERR_NAME, "a name under '%s' would be longer than %d characters",
+				 to, STORE_NAME_MAX);
+	if ((r = rename_parent(p, to, parents, &parent)) < 0 ||
+	    (r = rename_update(p, &ds, frel, trel, parent.id)) < 0 ||
+	    (r = ds_load_by_id(p, ds.id, &ds)) < 0)
+		return r;
+	return quota_after_move(p, &ds, frel);
+}
+
+int store_ds_rename(struct store_pool *p, const char *from, const char *to, int parents)
+{
+	const char *frel = NULL, *trel = NULL;
+	struct store_ds ds;
 	int r, lock = -1;
 	if ((r = rename_names(p, from, to, &frel, &trel)) < 0)
 		return r;
 	if (!strcmp(from, to)) /* zfs: nothing to do, and no error */
 		return store_ds_lookup(p, from, &ds);
-	snprintf(old_rel, sizeof old_rel, "%s", frel);
 	/* No capture, receive, send or restore may run meanwhile (each holds
 	 * the gc lock shared from its start to its end, and one that looked
 	 * the dataset up by its old name would go on under the new one): a
@@ -213,43 +242,13 @@ int store_ds_rename(struct store_pool *p, const char *from, const char *to, int 
 	 * rename waits for it, and its commit refuses a dataset renamed
 	 * since its lookup (commit.c). */
 	act_begin(p);
-	if ((r = pack_lock(p, 1, &lock)) < 0)
-		goto out_act;
-	if ((r = store_tx_begin(p)) < 0)
-		goto out_act;
-	if ((r = store_ds_lookup(p, from, &ds)) < 0)
-		goto fail;
-	if ((r = store_ds_lookup(p, to, &other)) == 0) {
-		r = ferry_err(FERR_EXISTS, "dataset '%s' already exists", to);
-		goto fail;
-	}
-	if (r != -FERR_NOENT)
-		goto fail;
-	ferry_err_clear();
-	if ((r = partial_under(p, from, part, sizeof part)) != 0 ||
-	    (r = partial_under(p, to, part, sizeof part)) != 0) {
-		if (r > 0)
-			r = ferry_err(FERR_BUSY, "'%s' holds a partial receive: resume it (ferry send "
-				      "-t TOKEN, see receive_resume_token) or discard it (ferry recv "
-				      "-A %s)", part, part);
-		goto fail;
-	}
-	if ((r = subtree_longest(p, frel, &longest)) < 0)
-		goto fail;
-	if (strlen(p->name) + 1 + (size_t)longest + strlen(trel) > STORE_NAME_MAX) {
-		r = ferry_err(FERR_NAME, "a name under '%s' would be longer than %d characters",
-			      to, STORE_NAME_MAX);
-		goto fail;
-	}
-	if ((r = rename_parent(p, to, parents, &parent)) < 0 ||
-	    (r = rename_update(p, &ds, old_rel, trel, parent.id)) < 0 ||
-	    (r = ds_load_by_id(p, ds.id, &ds)) < 0 || (r = quota_after_move(p, &ds, old_rel)) < 0)
-		goto fail;
-	r = store_tx_commit(p);
-	goto out_act;
-fail:
-	store_tx_rollback(p);
-out_act:
+	if ((r = pack_lock(p, 1, &lock)) < 0 || (r = store_tx_begin(p)) < 0)
+		goto out;
+	if ((r = rename_in_tx(p, from, to, parents, frel, trel)) < 0)
+		store_tx_rollback(p);
+	else
+		r = store_tx_commit(p);
+out:
 	if (lock >= 0)
 		close(lock);
 	act_end(p);
