@@ -75,6 +75,12 @@ refused 1 "^ferry: bad property list: invalid property 'written@a/b'$" "written@
 refused 1 "^ferry: cannot list: invalid property 'written@x@y@z'$" "list -o written@ a bad name" \
 	ferry list -o written@x@y@z tank/a
 is "$(ferry get -H -o value,source written@s1 tank/a#m)" "-	-" "a bookmark has no written@"
+# what a walk reaches shows "-" where SNAP does not apply, as zfs prints it
+is "$(ferry get -Hp -r -o name,value,source written@s1 tank | tr '\t\n' ': ')" \
+	"tank:-:- tank/a:50000:local tank/a@s1:-:- tank/a@s2:30000:local tank/a@s3:50000:local tank/a#m:-:- tank/a/b:-:- tank/a/b@t1:-:- tank/a/b@t2:-:- tank/c:-:- " \
+	"get -r written@s1 POOL: a figure where s1 is an earlier snapshot, '-' elsewhere"
+is "$(ferry list -Hp -t snapshot -o name,written@s2 tank/a | tr '\t\n' ': ')" \
+	"tank/a@s1:- tank/a@s2:- tank/a@s3:20000 " "list -t snapshot -o written@s2 DS: the same"
 
 # ---- zfs's formats ---------------------------------------------------------------
 is "$(ferry get usedbydataset,usedbychildren,usedbysnapshots,written@s1 tank/a)" \
