@@ -248,6 +248,35 @@ ferry release ferry-sync:sy/d tank/sy2@2
 ferry release ferry-sync:sy/e tank/sy2@3
 ferry destroy -r tank/sy2
 
+# ---- a capture that looked its dataset up before a rename --------------------
+# It waits for the gc lock (held here, as a gc or another rename holds
+# it), the dataset's row is renamed meanwhile (what a rename in that
+# moment does), and its commit refuses rather than land under the new name.
+mkdir "$T/s/g"
+"$P" bin 10 30000 >"$T/s/g/f"
+ferry create -o source="$T/s/g" tank/g
+mkfifo "$T/gate"
+flock -x "$T/p/tank/gc.lock" sh -c "read x <'$T/gate'" &
+lp=$!
+i=0
+while [ "$i" -lt 100 ] && ! awk -v p="$lp" '$2 == "FLOCK" && $5 == p { f = 1 } END { exit !f }' /proc/locks; do
+	sleep 0.1; i=$((i + 1))
+done
+"$FERRY" snapshot tank/g@x >/dev/null 2>"$T/g.err" &
+sp=$!
+i=0
+while [ "$i" -lt 100 ] && ! awk -v p="$sp" '$2 == "->" && $6 == p { f = 1 } END { exit !f }' /proc/locks; do
+	sleep 0.1; i=$((i + 1))
+done
+sqlite3 "$T/p/tank/catalog.db" "UPDATE datasets SET name = 'h' WHERE name = 'g';"
+echo go >"$T/gate"
+wait "$lp"
+wait "$sp"
+is "$?:$(cat "$T/g.err"):$(ferry list -H -t snapshot -o name -r tank/h)" \
+	"1:ferry: cannot snapshot 'tank/g@x': dataset 'tank/g' was renamed to 'tank/h' meanwhile:" \
+	"a capture whose dataset was renamed while it waited fails at its commit"
+ferry destroy -r tank/h
+
 # ---- the end: gc, then every snapshot restores as the tree it was taken of ----
 ferry destroy -r tank/small
 ferry gc tank >/dev/null
