@@ -106,6 +106,7 @@ int cmd_list(int argc, char **argv);
 int cmd_get(int argc, char **argv);
 int cmd_set(int argc, char **argv);
 int cmd_inherit(int argc, char **argv);
+int cmd_rename(int argc, char **argv);  /* cmd_rename.c */
 int cmd_snapshot(int argc, char **argv);
 int cmd_bookmark(int argc, char **argv);
 int cmd_restore(int argc, char **argv);

@@ -25,6 +25,8 @@ struct cell {
 struct depthlim {
 	int snap_depth; /* snapshots of datasets at relative depth < this; -1: all */
 	int base;       /* '/'s in the name of the current walk's root */
+	char root[STORE_NAME_MAX + 1]; /* the walk's root when named, else "" */
+	int recursive;  /* -r or -d: the root is one of the walk's too */
 };
 
 static int slashes(const char *name)
@@ -63,6 +65,7 @@ static const char *col_header(const char *prop)
 		{"refcompressratio", "REFRATIO"}, {"recordsize", "RECSIZE"},
 		{"volblocksize", "VOLBLOCK"}, {"logicalused", "LUSED"},
 		{"logicalreferenced", "LREFER"}, {"usedbysnapshots", "USEDSNAP"},
+		{"usedbydataset", "USEDDS"}, {"usedbychildren", "USEDCHILD"},
 		{"compression", "COMPRESS"},
 	};
 	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
@@ -78,7 +81,10 @@ static int numeric_column(const char *prop)
 		"used", "available", "avail", "referenced", "refer", "compressratio", "ratio",
 		"refcompressratio", "recordsize", "recsize", "volsize", "volblocksize", "volblock",
 		"logicalused", "logicalreferenced", "written", "usedbysnapshots", "createtxg",
+		"usedbydataset", "usedbychildren",
 	};
+	if (!strncmp(prop, "written@", 8)) /* its header is the name in capitals, as zfs's */
+		return 1;
 	for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
 		if (!strcmp(nums[i], prop))
 			return 1;
@@ -176,6 +182,27 @@ static void json_prop(struct rowset *rs, struct store_pool *p, const struct stor
 	json_object_set_new(props, v->name, o);
 }
 
+/* store_prop_get, but written@SNAP where SNAP does not apply (not an
+ * earlier snapshot of that dataset) is "-" for what a walk reaches (zfs
+ * prints "-" for it everywhere), so get -r written@SNAP POOL works as
+ * zfs's; for the one dataset or snapshot named on the command line
+ * without -r or -d it stays the error that says why. */
+static int prop_get_walked(struct store_pool *p, const struct store_ds *ds, const char *name,
+			   const struct depthlim *lim, struct store_propval *v)
+{
+	int r = store_prop_get(p, ds, name, v);
+	if ((r != -FERR_NOENT && r != -FERR_INVAL) || strncmp(name, "written@", 8) ||
+	    (!lim->recursive && !strcmp(ds->name, lim->root)))
+		return r;
+	ferry_err_clear();
+	memset(v, 0, sizeof *v);
+	snprintf(v->name, sizeof v->name, "%s", name);
+	snprintf(v->value, sizeof v->value, "-");
+	snprintf(v->exact, sizeof v->exact, "-");
+	v->source = STORE_SRC_NONE;
+	return 0;
+}
+
 static int list_one(struct store_pool *p, const struct store_ds *ds, void *arg);
 
 static int list_snap(struct store_pool *p, const struct store_snap *s, void *arg)
@@ -234,7 +261,7 @@ static int list_one(struct store_pool *p, const struct store_ds *ds, void *arg)
 	if ((r = rowset_add(rs, &row)) < 0)
 		goto out;
 	for (size_t c = 0; c < rs->ncols; c++) {
-		if ((r = store_prop_get(p, ds, rs->cols[c], v)) < 0)
+		if ((r = prop_get_walked(p, ds, rs->cols[c], &rs->lim, v)) < 0)
 			goto out;
 		if ((r = cell_set(&row[c], v->value, v->exact, v->numeric)) < 0)
 			goto out;
@@ -327,6 +354,7 @@ static int for_targets(int argc, char **argv, int depth, struct depthlim *lim, c
 			struct store_pool *p = NULL;
 			struct store_ds ds;
 			lim->base = 0;
+			lim->root[0] = 0;
 			if ((r = store_pool_open(e[i].name, STORE_OPEN_RDONLY, &p)) < 0 ||
 			    (r = store_ds_lookup(p, e[i].name, &ds)) < 0 ||
 			    (r = store_ds_walk(p, &ds, depth, fn, arg)) < 0)
@@ -344,6 +372,7 @@ static int for_targets(int argc, char **argv, int depth, struct depthlim *lim, c
 			continue;
 		}
 		lim->base = slashes(ds.name);
+		snprintf(lim->root, sizeof lim->root, "%s", ds.name);
 		/* A snapshot or bookmark has no children to walk. */
 		r = ds.type == STORE_DS_SNAPSHOT || ds.type == STORE_DS_BOOKMARK
 			    ? fn(p, &ds, arg)
@@ -518,6 +547,7 @@ int cmd_list(int argc, char **argv)
 	int named = argc > optind;
 	int walk = named && !o.recursive ? 0 : o.depth;
 	rs.lim.snap_depth = o.depth >= 0 ? o.depth : o.recursive || !named ? -1 : 1;
+	rs.lim.recursive = o.recursive;
 	rc = for_targets(argc - optind, argv + optind, walk, &rs.lim, "list", list_row, &rs);
 	if (nsort_keys && rs.n > 1) /* qsort of an empty (NULL) array is undefined */
 		qsort(rs.rows, rs.n, sizeof *rs.rows, row_cmp);
@@ -633,7 +663,8 @@ static int get_one(struct store_pool *p, const struct store_ds *ds, void *arg)
 	if (!(v = malloc(sizeof *v)))
 		return ferry_err(FERR_NOMEM, "getting properties");
 	for (size_t i = 0; i < g->nprops; i++)
-		if ((r = store_prop_get(p, ds, g->props[i], v)) < 0 || (r = get_emit(v, g)) < 0)
+		if ((r = prop_get_walked(p, ds, g->props[i], &g->lim, v)) < 0 ||
+		    (r = get_emit(v, g)) < 0)
 			break;
 	free(v);
 	return r;
@@ -749,6 +780,7 @@ int cmd_get(int argc, char **argv)
 	}
 	g.recursive = recursive;
 	g.lim.snap_depth = depth;
+	g.lim.recursive = recursive;
 	rc = for_targets(argc - optind - 1, argv + optind + 1, recursive ? depth : 0, &g.lim, "get",
 			 get_ds, &g);
 	if (json) {

@@ -22,6 +22,7 @@ static void col_header(const char *prop, char *out, size_t n)
 		{"refcompressratio", "REFRATIO"}, {"recordsize", "RECSIZE"},
 		{"volblocksize", "VOLBLOCK"}, {"logicalused", "LUSED"},
 		{"logicalreferenced", "LREFER"}, {"usedbysnapshots", "USEDSNAP"},
+		{"usedbydataset", "USEDDS"}, {"usedbychildren", "USEDCHILD"},
 		{"compression", "COMPRESS"},
 	};
 	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
@@ -41,6 +42,7 @@ static int numeric_column(const char *prop)
 		"used", "available", "avail", "referenced", "refer", "compressratio", "ratio",
 		"refcompressratio", "recordsize", "recsize", "volsize", "volblocksize", "volblock",
 		"logicalused", "logicalreferenced", "written", "usedbysnapshots", "createtxg",
+		"usedbydataset", "usedbychildren",
 	};
 	for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
 		if (!strcmp(nums[i], prop))

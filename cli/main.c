@@ -31,6 +31,8 @@ static const struct cli_cmd commands[] = {
 	{"get", cmd_get, "get [-r] [-d depth] [-t type] [-s source[,source]...] [-H] [-p] [-o all|fields] [--json] PROP[,PROP]...|all DATASET|SNAPSHOT..."},
 	{"set", cmd_set, "set PROP=VALUE... DATASET..."},
 	{"inherit", cmd_inherit, "inherit [-r] [-S] PROP DATASET..."},
+	{"rename", cmd_rename, "rename [-p] DATASET NEWDATASET\n"
+			       "rename [-r] SNAPSHOT SNAPSHOT|@NAME"},
 	{"snapshot", cmd_snapshot, "snapshot [-r] [-v] [-q] [--json] [--cross-filesystems] [--from PATH] DATASET@NAME...\n"
 				   "snapshot [-r] [-v] [-q] [--json] --auto[=LABEL] DATASET..."},
 	{"bookmark", cmd_bookmark, "bookmark [DATASET]@SNAP|[DATASET]#BOOKMARK DATASET#BOOKMARK"},

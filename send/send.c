@@ -343,6 +343,24 @@ static int send_target(const struct send_opts *o, const char **snap, char *full,
 	return 0;
 }
 
+/* zfs send -t after a rename: the token names the snapshot as it was
+ * called when the stream began; when that name is gone, the snapshot of
+ * the token's guid under its new name (renames keep guids), so the
+ * resumed stream is of the same snapshot. full is rewritten then. */
+static int token_follow(struct store_pool *p, const struct stream_token *tok, char *full, size_t n)
+{
+	struct store_snap s;
+	int r = store_snap_lookup(p, full, &s);
+	if (r != -FERR_NOENT)
+		return r < 0 ? r : 0;
+	if (store_snap_find_guid(p, tok->to_guid, &s) < 0)
+		return ferry_err(FERR_NOENT, "the token's snapshot '%s' (guid %llu) is not in pool "
+				 "'%s' under that name or any other", full,
+				 (unsigned long long)tok->to_guid, store_pool_name(p));
+	snprintf(full, n, "%s", s.name);
+	return 0;
+}
+
 static void snd_release(struct snd *s)
 {
 	store_hset_free(s->sent);
@@ -382,7 +400,8 @@ int send_run(struct store_pool *p, const char *snap, const struct send_opts *o,
 		goto out;
 	if (!(o->flags & SEND_DRYRUN) && (r = stream_encoder_new(&s.enc, 0)) < 0)
 		goto out;
-	if ((r = send_target(o, &snap, full, sizeof full, &tok, &flags)) < 0)
+	if ((r = send_target(o, &snap, full, sizeof full, &tok, &flags)) < 0 ||
+	    (o->token && (r = token_follow(p, &tok, full, sizeof full)) < 0))
 		goto out;
 	split_ds(snap, dsname, sizeof dsname);
 	if (!strchr(snap, '@')) {

@@ -167,13 +167,44 @@ static int snap_set_figures(struct store_pool *p, int64_t id, uint64_t *referenc
 	return r;
 }
 
+/* The dataset the writer looked up is still there under that name: a
+ * capture or receive that looked it up just before a rename (rename.c
+ * keeps out those that run, not one waiting for the gc lock) would
+ * otherwise put its snapshot under the new name, or a destroyed one's id
+ * would fail as a bare constraint error. */
+static int ds_still_named(struct store_pool *p, const struct store_ds *ds)
+{
+	sqlite3_stmt *st = NULL;
+	const char *rel = ds_relname(p, ds->name);
+	int r = cat_prepare(p, "SELECT name FROM datasets WHERE id = ?", &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(st, 1, ds->id);
+	int s = sqlite3_step(st);
+	if (s == SQLITE_ROW) {
+		const char *now = (const char *)sqlite3_column_text(st, 0);
+		char full[STORE_NAME_MAX + 1];
+		if (!rel || !now || strcmp(now, rel)) {
+			ds_fullname(p, now ? now : "", full, sizeof full);
+			r = ferry_err(FERR_NOENT, "dataset '%s' was renamed to '%s' meanwhile",
+				      ds->name, full);
+		}
+	} else if (s == SQLITE_DONE) {
+		r = ferry_err(FERR_NOENT, "dataset '%s' was destroyed meanwhile", ds->name);
+	} else {
+		r = cat_err(p, "looking up the dataset");
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
 int snap_record(struct store_pool *p, const struct store_ds *ds, const char *name,
 		const uint8_t root[FERRY_HASH_LEN], uint64_t guid, uint64_t creation_ns,
 		int64_t *id)
 {
 	uint64_t referenced = 0;
 	int r;
-	if ((r = snap_insert(p, ds, name, root, guid, creation_ns, id)) < 0 ||
+	if ((r = ds_still_named(p, ds)) < 0 || (r = snap_insert(p, ds, name, root, guid, creation_ns, id)) < 0 ||
 	    (r = snap_link_blocks(p, *id)) < 0 || (r = snap_set_figures(p, *id, &referenced)) < 0)
 		return r;
 	return store_quota_check(p, ds, referenced); /* quota.c */

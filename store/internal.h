@@ -148,6 +148,9 @@ const struct prop_def *prop_find(const char *name);
 const struct prop_def *prop_at(size_t i);
 /* Whether name is a valid user property name (ns:name). */
 int prop_user_name(const char *name);
+/* Whether name is zfs's written@SNAP (SNAP a snapshot's short or full
+ * name, well formed); *since is then SNAP, borrowed from name. */
+int prop_written_since(const char *name, const char **since);
 /* The properties a dataset of type is created with: each valid at
  * creation, and a volume's volsize, a multiple of its volblocksize. */
 int prop_check_create(int type, const struct store_propset *props, size_t n) FERRY_WUR;
@@ -246,6 +249,14 @@ int snap_record(struct store_pool *p, const struct store_ds *ds, const char *nam
 /* -FERR_NOSPC with the one line a full disk gives, whatever failed:
  * "pool 'bk': no space left on device (84K free)" (reserve.c). */
 int pool_nospace(struct store_pool *p);
+/* written@SINCE of ds (a filesystem, volume or snapshot; space.c): the
+ * bytes its head (the newest snapshot) or the snapshot references that
+ * snapshot since does not. since is a snapshot name after the '@' or a
+ * full one, and must be of ds's own dataset and, for a snapshot, older
+ * than it: else -FERR_NOENT or -FERR_INVAL with a detail that names
+ * written@SINCE. */
+int space_written_since(struct store_pool *p, const struct store_ds *ds, const char *since,
+			uint64_t *out) FERRY_WUR;
 /* Fills the snapshot count and per-codec block figures of a pool (space.c). */
 int space_pool_stats(struct store_pool *p, struct store_pool_stats *s) FERRY_WUR;
 /* Space figures of one snapshot id, from its block references (pack.c). */

@@ -34,6 +34,8 @@ static const struct prop_def props_table[] = {
 	{"defer_destroy", PK_RO, T_SNAP, SET_NO, 0, 1, NULL},  /* destroy -d, hold.c */
 	{"userrefs", PK_RO, T_SNAP, SET_NO, 0, 1, NULL},       /* holds, hold.c */
 	{"usedbysnapshots", PK_RO, T_FS | T_VOL, SET_NO, 0, 1, NULL},
+	{"usedbydataset", PK_RO, T_FS | T_VOL, SET_NO, 0, 1, NULL},
+	{"usedbychildren", PK_RO, T_FS | T_VOL, SET_NO, 0, 1, NULL},
 	{"refcompressratio", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
 	{"written", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
 	{"logicalused", PK_RO, T_FS | T_VOL | T_SNAP, SET_NO, 0, 1, NULL},
@@ -79,9 +81,34 @@ int prop_user_name(const char *name)
 	return 1;
 }
 
+int prop_written_since(const char *name, const char **since)
+{
+	char probe[STORE_NAME_MAX + 3];
+	if (strncmp(name, "written@", 8) != 0)
+		return 0;
+	const char *s = name + 8;
+	/* a snapshot's short name (checked as a snapshot of some dataset
+	 * "x"), or a full snapshot name */
+	if (strchr(s, '@')) {
+		if (store_name_check(s, STORE_NAME_SNAPSHOT) < 0)
+			goto bad;
+	} else {
+		snprintf(probe, sizeof probe, "x@%s", s);
+		if (strlen(s) > STORE_NAME_MAX || strchr(s, '/') ||
+		    store_name_check(probe, STORE_NAME_SNAPSHOT) < 0)
+			goto bad;
+	}
+	*since = s;
+	return 1;
+bad:
+	ferry_err_clear();
+	return 0;
+}
+
 int store_prop_known(const char *name)
 {
-	return prop_find(name) != NULL || prop_user_name(name);
+	const char *since;
+	return prop_find(name) != NULL || prop_user_name(name) || prop_written_since(name, &since);
 }
 
 static int pow2_between(uint64_t v, uint64_t lo, uint64_t hi)

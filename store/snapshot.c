@@ -126,6 +126,26 @@ int store_snap_iter(struct store_pool *p, const struct store_ds *ds, store_snap_
 	return r;
 }
 
+int store_snap_find_guid(struct store_pool *p, uint64_t guid, struct store_snap *out)
+{
+	sqlite3_stmt *st = NULL;
+	int r;
+	if ((r = cat_prepare(p, "SELECT " SNAP_COLS " FROM snapshots WHERE guid = ?"
+			       " ORDER BY id LIMIT 1", &st)) < 0)
+		return r;
+	sqlite3_bind_int64(st, 1, (int64_t)guid);
+	int s = sqlite3_step(st);
+	if (s == SQLITE_ROW)
+		r = snap_from_row(p, st, NULL, out);
+	else if (s == SQLITE_DONE)
+		r = ferry_err(FERR_NOENT, "no snapshot of pool '%s' has guid %llu", p->name,
+			      (unsigned long long)guid);
+	else
+		r = cat_err(p, "looking up a snapshot by guid");
+	sqlite3_finalize(st);
+	return r;
+}
+
 int store_snap_newest(struct store_pool *p, const struct store_ds *ds, struct store_snap *out)
 {
 	sqlite3_stmt *st = NULL;

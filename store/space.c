@@ -99,11 +99,75 @@ int store_ds_space(struct store_pool *p, const struct store_ds *ds, struct store
 	}
 	s.used = all_p;
 	s.logicalused = all_l;
+	/* zfs's breakdown: the head (what the dataset references; ferry has
+	 * no clones, so all of it is the dataset's own), what only its older
+	 * snapshots hold, and what its descendants use. The newest snapshot's
+	 * blocks are among the dataset's own, so the three add up to used. */
+	s.usedbydataset = s.referenced;
 	s.usedbysnapshots = own_p > s.referenced ? own_p - s.referenced : 0;
+	s.usedbychildren = all_p - own_p;
 	(void)own_l;
 	s.written = 0; /* nothing is written after the newest snapshot */
 	*out = s;
 	return 0;
+}
+
+/* Bytes that snapshot later_id references and since_id does not. */
+static int snap_diff_bytes(struct store_pool *p, int64_t later_id, int64_t since_id, uint64_t *out)
+{
+	sqlite3_stmt *st = NULL;
+	int r = cat_prepare(p, "SELECT coalesce(sum(b.psize), 0) FROM snap_blocks s"
+			       " JOIN blocks b ON b.id = s.block_id WHERE s.snap_id = ?1"
+			       " AND NOT EXISTS (SELECT 1 FROM snap_blocks o WHERE"
+			       " o.snap_id = ?2 AND o.block_id = s.block_id)", &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(st, 1, later_id);
+	sqlite3_bind_int64(st, 2, since_id);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		*out = (uint64_t)sqlite3_column_int64(st, 0);
+	else
+		r = cat_err(p, "computing written");
+	sqlite3_finalize(st);
+	return r;
+}
+
+int space_written_since(struct store_pool *p, const struct store_ds *ds, const char *since,
+			uint64_t *out)
+{
+	char full[2 * STORE_NAME_MAX + 2], own[STORE_NAME_MAX + 1];
+	struct store_snap base, later;
+	struct store_ds owner;
+	int r, head = ds->type != STORE_DS_SNAPSHOT;
+	if (!head) {
+		if ((r = ds_load_by_id(p, ds->parent_id, &owner)) < 0)
+			return r;
+	} else {
+		owner = *ds;
+	}
+	snprintf(own, sizeof own, "%s", owner.name);
+	/* zfs: a short name is a snapshot of the dataset's own */
+	if (strchr(since, '@'))
+		snprintf(full, sizeof full, "%s", since);
+	else
+		snprintf(full, sizeof full, "%s@%s", own, since);
+	if ((r = store_snap_lookup(p, full, &base)) < 0)
+		return ferry_err(-r, "written@%s: %s", since, ferry_errmsg(r));
+	if (base.ds_id != owner.id)
+		return ferry_err(FERR_INVAL, "written@%s: '%s' is not a snapshot of '%s'", since,
+				 base.name, own);
+	if (head) {
+		/* the head is the newest snapshot (see above); every snapshot
+		 * of the dataset is earlier than it */
+		if ((r = store_snap_newest(p, ds, &later)) < 0)
+			return r;
+	} else if (base.createtxg >= ds->createtxg) {
+		return ferry_err(FERR_INVAL, "written@%s: '%s' is not earlier than '%s'", since,
+				 base.name, ds->name);
+	} else {
+		later.id = ds->id;
+	}
+	return snap_diff_bytes(p, later.id, base.id, out);
 }
 
 int space_pool_stats(struct store_pool *p, struct store_pool_stats *s)

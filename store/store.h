@@ -153,6 +153,31 @@ int store_ds_destroy(struct store_pool *p, const char *name, int recursive) FERR
 /* The checks of store_ds_destroy without the destroying (destroy -n). */
 int store_ds_destroy_check(struct store_pool *p, const char *name, int recursive) FERRY_WUR;
 
+/* zfs rename of a filesystem or volume (rename.c): from and to are full
+ * names in p; the dataset moves to name to under to's parent (created,
+ * with its own missing ancestors, as filesystems when parents, as zfs
+ * rename -p does), its descendants, snapshots and bookmarks with it, in
+ * one transaction. Guids, creation, properties of its own, holds and
+ * bookmarks are kept; inherited properties now come from the new
+ * parent. from == to is a no-op. Refused, with nothing changed:
+ * -FERR_NAME a bad or (for any name of the subtree) too long name;
+ * -FERR_INVAL to in another pool, inside from, or a root dataset, or a
+ * parent that is a volume; -FERR_EXISTS to exists; -FERR_NOENT from or
+ * (without parents) to's parent missing; -FERR_BUSY a partial receive
+ * kept under from or to or below them, or any capture, receive, send or
+ * restore running on the pool (the detail names it); -FERR_QUOTA a new
+ * ancestor's quota would be exceeded. */
+int store_ds_rename(struct store_pool *p, const char *from, const char *to, int parents) FERRY_WUR;
+/* zfs rename of a snapshot: from ("pool/ds@a") becomes ds@newname
+ * (newname: the part after the '@'); with recursive, the snapshot named
+ * so in each descendant of ds that has one is renamed too, all or
+ * nothing: -FERR_EXISTS naming the first dataset that has newname
+ * already. Guids, holds and figures are kept. -FERR_NOENT when from is
+ * missing, -FERR_NAME for a bad new name; newname == the old one is a
+ * no-op. */
+int store_snap_rename(struct store_pool *p, const char *from, const char *newname,
+		      int recursive) FERRY_WUR;
+
 /* Calls fn for ds and, when depth != 0, its descendants down to depth
  * levels (depth < 0: all), parents before children, siblings by name.
  * Stops at and returns fn's first nonzero result. */
@@ -178,10 +203,16 @@ struct store_propval {
 	int numeric;                               /* 1 when exact is a number */
 };
 
-/* Whether name is a known native property or a valid user property. */
+/* Whether name is a known native property, a valid user property or
+ * zfs's written@SNAP (SNAP a snapshot's name after the '@', or a full
+ * snapshot name). */
 int store_prop_known(const char *name);
 /* Gets one property of ds. Unset user properties give value "-" and
- * source NONE; an unknown name is -FERR_PROP. */
+ * source NONE; an unknown name is -FERR_PROP. written@SNAP is the bytes
+ * ds's head (its newest snapshot) or snapshot ds references that SNAP
+ * does not, with source local as zfs shows it; SNAP must be a snapshot
+ * of ds's own dataset, older than ds when ds is a snapshot: otherwise
+ * -FERR_NOENT or -FERR_INVAL saying so ("-" for a bookmark). */
 int store_prop_get(struct store_pool *p, const struct store_ds *ds, const char *name,
 		   struct store_propval *out) FERRY_WUR;
 /* Calls fn for every property of ds that `get all` shows, in zfs order,
@@ -227,7 +258,10 @@ int store_ds_recordsize(struct store_pool *p, const struct store_ds *ds, uint32_
 /* ---- space ---------------------------------------------------------------- */
 struct store_space {
 	uint64_t used, referenced, logicalused, logicalreferenced, written;
-	uint64_t usedbysnapshots;
+	/* zfs's breakdown of used (filesystems and volumes; 0 for a
+	 * snapshot): used = usedbydataset + usedbysnapshots + usedbychildren
+	 * (ferry has no reservations, so no usedbyrefreservation) */
+	uint64_t usedbysnapshots, usedbydataset, usedbychildren;
 };
 /* Exact accounting for ds (zeros until data lands). */
 int store_ds_space(struct store_pool *p, const struct store_ds *ds, struct store_space *out) FERRY_WUR;
@@ -694,6 +728,10 @@ int store_snap_lookup(struct store_pool *p, const char *name, struct store_snap 
 typedef int (*store_snap_fn)(struct store_pool *p, const struct store_snap *s, void *arg);
 int store_snap_iter(struct store_pool *p, const struct store_ds *ds, store_snap_fn fn,
 		    void *arg) FERRY_WUR;
+/* The snapshot of guid in p (the oldest row when a receive into the
+ * same pool made a second one: the same content either way), wherever
+ * renames put it; -FERR_NOENT when there is none. */
+int store_snap_find_guid(struct store_pool *p, uint64_t guid, struct store_snap *out) FERRY_WUR;
 /* The newest snapshot of ds; -FERR_NOENT when it has none. */
 int store_snap_newest(struct store_pool *p, const struct store_ds *ds, struct store_snap *out) FERRY_WUR;
 /* A snapshot as a store_ds of type STORE_DS_SNAPSHOT (id = snapshot id,

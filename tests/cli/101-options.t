@@ -57,6 +57,12 @@ run ferry create tank/v -V 1M -b 4K
 is "$rc:$(ferry get -H -o value volblocksize tank/v)" "0:4K" "create DS -V SIZE -b SIZE"
 run ferry sync-state tank/a -r
 is "$rc" 0 "sync-state DS -r"
+run ferry rename tank/a/b tank/n/b -p
+is "$rc:$(ferry list -H -o name tank/n/b)" "0:tank/n/b" "rename DS NEWDS -p"
+run ferry rename tank/a@s1 @s9 -r
+is "$rc:$(ferry list -H -o name -t snap tank/a)" "0:tank/a@s9" "rename SNAP @NEW -r"
+run ferry rename -- tank/a@s9 @s1
+is "$rc:$(ferry list -H -o name -t snap tank/a)" "0:tank/a@s1" "rename -- SNAP @NEW"
 run ferry pool create p2 "$T/p2" -o compression=gzip
 is "$rc:$(ferry get -H -o value compression p2)" "0:gzip" "pool create NAME PATH -o PROP=VAL"
 run ferry prune tank/a --keep-last 5 -n -v
@@ -82,9 +88,10 @@ refused 2 "list: option '-d' needs a value" "a missing short value" ferry list -
 refused 2 "send: option '--compress' needs a value" "a missing long value" ferry send --compress
 refused 2 "recv: invalid option '--bogus'" "recv names it too" ferry recv --bogus bk/x
 refused 2 "pool create: invalid option '-Q'" "so does pool create" ferry pool create -Q x "$T/x"
+refused 2 "rename: invalid option '-f'; usage: ferry rename " "so does rename" ferry rename -f tank/a tank/z
 
 # ---- help ----------------------------------------------------------------------
-cmds="pool create|pool import|pool export|pool list|pool status|create|destroy|list|get|set|inherit|snapshot|bookmark|restore|hold|release|holds|rollback|diff|gc|scrub|dump|send|recv|sync|prune|shell|sync-state"
+cmds="pool create|pool import|pool export|pool list|pool status|create|destroy|list|get|set|inherit|rename|snapshot|bookmark|restore|hold|release|holds|rollback|diff|gc|scrub|dump|send|recv|sync|prune|shell|sync-state"
 IFS='|'
 for c in $cmds; do
 	IFS=' '
