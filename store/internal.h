@@ -200,6 +200,11 @@ int pack_create(struct store_pool *p, int *fd, char name[32]) FERRY_WUR;
 /* Unlinks pack name (a missing file is fine) and, with sync, fsyncs packs/
  * so the removal is durable. */
 int pack_unlink(struct store_pool *p, const char *name, int sync) FERRY_WUR;
+/* Calls fn for every file of packs/ the catalogue has no pack row for
+ * (dfd: packs/ open, dir: its path), stopping at fn's first non-zero
+ * return, which it returns (pack.c; gc sweeps them, scrub reports them). */
+typedef int (*pack_orphan_fn)(void *arg, int dfd, const char *name, const char *dir);
+int pack_orphans_each(struct store_pool *p, pack_orphan_fn fn, void *arg) FERRY_WUR;
 /* Removes the pack files the catalogue does not name: left by a writer
  * that was killed, or by a crash between a commit and an unlink. Only
  * under the gc lock held exclusively (no writer is alive to be writing
@@ -228,6 +233,13 @@ int writer_batch_op(struct store_writer *w) FERRY_WUR;
  * NODE_MAX bytes, content matching hash); resets st. */
 int node_row_take(sqlite3_stmt *st, const uint8_t hash[FERRY_HASH_LEN], int *type,
 		  struct fbuf *out) FERRY_WUR;
+/* reader.c, for xfer.c and refs.c: a node looked up with sts[0], then
+ * sts[1] (hash bound to parameter 1; columns type, data), as
+ * node_row_take checks it; neither having it is -FERR_NOENT, "node H is
+ * neither OTHER nor in the pool". */
+int node_read_either(struct store_pool *p, sqlite3_stmt *const sts[2],
+		     const uint8_t hash[FERRY_HASH_LEN], int *type, struct fbuf *out,
+		     const char *other) FERRY_WUR;
 /* pack.c, for writer.c and reader.c: a lookup's step (1 row, 0 none, or
  * an error); hash, codec and level bound to parameters 1-3; on error
  * paths, an unlink (1 when done) and a sync of packs/ that keep the

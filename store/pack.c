@@ -152,11 +152,10 @@ int pack_unlink(struct store_pool *p, const char *name, int sync)
 	return io_fsync_dir(dir);
 }
 
-int pack_sweep_orphans(struct store_pool *p, uint64_t *removed)
+int pack_orphans_each(struct store_pool *p, pack_orphan_fn fn, void *arg)
 {
 	char dir[PATH_MAX];
 	sqlite3_stmt *st = NULL;
-	uint64_t n = 0;
 	int r;
 	snprintf(dir, sizeof dir, "%s/%s", p->path, PACK_DIR);
 	DIR *d = opendir(dir);
@@ -167,12 +166,12 @@ int pack_sweep_orphans(struct store_pool *p, uint64_t *removed)
 		return r;
 	}
 	struct dirent *de;
-	while ((de = readdir(d))) {
+	while (r == 0 && (de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
-		/* deleting is decided on this lookup alone: a bind that failed
+		/* an orphan is decided on this lookup alone: a bind that failed
 		 * (no memory) would look up NULL and find nothing, so it stops
-		 * the sweep rather than let a live pack go */
+		 * the walk rather than let a live pack pass for one */
 		sqlite3_reset(st);
 		if (sqlite3_bind_text(st, 1, de->d_name, -1, SQLITE_STATIC) != SQLITE_OK) {
 			r = cat_err(p, "listing packs");
@@ -185,13 +184,28 @@ int pack_sweep_orphans(struct store_pool *p, uint64_t *removed)
 			r = cat_err(p, "listing packs");
 			break;
 		}
-		if (io_unlinkat(dirfd(d), de->d_name, dir) == 0)
-			n++;
-		else
-			ferry_err_clear(); /* left for the next sweep */
+		r = fn(arg, dirfd(d), de->d_name, dir);
 	}
 	sqlite3_finalize(st);
 	closedir(d);
+	return r;
+}
+
+static int sweep_one(void *arg, int dfd, const char *name, const char *dir)
+{
+	if (io_unlinkat(dfd, name, dir) == 0)
+		++*(uint64_t *)arg;
+	else
+		ferry_err_clear(); /* left for the next sweep */
+	return 0;
+}
+
+int pack_sweep_orphans(struct store_pool *p, uint64_t *removed)
+{
+	char dir[PATH_MAX];
+	uint64_t n = 0;
+	int r = pack_orphans_each(p, sweep_one, &n);
+	snprintf(dir, sizeof dir, "%s/%s", p->path, PACK_DIR);
 	if (r == 0 && n)
 		r = io_fsync_dir(dir);
 	if (removed)

@@ -267,6 +267,30 @@ int node_row_take(sqlite3_stmt *st, const uint8_t hash[FERRY_HASH_LEN], int *typ
 	return 0;
 }
 
+int node_read_either(struct store_pool *p, sqlite3_stmt *const sts[2],
+		     const uint8_t hash[FERRY_HASH_LEN], int *type, struct fbuf *out,
+		     const char *other)
+{
+	for (int i = 0; i < 2; i++) {
+		sqlite3_stmt *st = sts[i];
+		sqlite3_reset(st);
+		sqlite3_bind_blob(st, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
+		int s = sqlite3_step(st);
+		if (s == SQLITE_DONE) {
+			sqlite3_reset(st);
+			continue;
+		}
+		if (s != SQLITE_ROW) {
+			sqlite3_reset(st);
+			return cat_err(p, "reading a node");
+		}
+		return node_row_take(st, hash, type, out);
+	}
+	char hex[FERRY_HASH_HEX];
+	hash_to_hex(hash, hex);
+	return ferry_err(FERR_NOENT, "node %s is neither %s nor in the pool", hex, other);
+}
+
 int store_node_has(struct store_reader *rd, const uint8_t hash[FERRY_HASH_LEN])
 {
 	sqlite3_reset(rd->st_has_node);

@@ -101,25 +101,8 @@ static int exists(struct refs *x, sqlite3_stmt *st, const uint8_t *hash)
 static int rd_node(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, struct fbuf *out)
 {
 	struct refs *x = arg;
-	sqlite3_stmt *sts[2] = {x->st_main, x->st_tmp};
-	for (int i = 0; i < 2; i++) {
-		sqlite3_stmt *st = sts[i];
-		sqlite3_reset(st);
-		sqlite3_bind_blob(st, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
-		int s = sqlite3_step(st);
-		if (s == SQLITE_DONE) {
-			sqlite3_reset(st);
-			continue;
-		}
-		if (s != SQLITE_ROW) {
-			sqlite3_reset(st);
-			return cat_err(x->p, "reading a node");
-		}
-		return node_row_take(st, hash, type, out);
-	}
-	char hex[FERRY_HASH_HEX];
-	hash_to_hex(hash, hex);
-	return ferry_err(FERR_NOENT, "node %s is neither the writer's nor in the pool", hex);
+	sqlite3_stmt *const sts[2] = {x->st_main, x->st_tmp};
+	return node_read_either(x->p, sts, hash, type, out, "the writer's");
 }
 
 /* W1: 1 when node hash is the caller's (the writer holds it, or is_new

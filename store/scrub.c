@@ -85,40 +85,23 @@ static int report(store_scrub_err_fn fn, void *arg, int kind, const char *pack, 
 	return fn(arg, &e);
 }
 
+struct orphan_cb {
+	store_scrub_orphan_fn fn;
+	void *arg;
+};
+
+static int orphan_one(void *arg, int dfd, const char *name, const char *dir)
+{
+	struct orphan_cb *o = arg;
+	struct stat sb;
+	uint64_t size = fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 ? (uint64_t)sb.st_size : 0;
+	return o->fn(o->arg, name, size);
+}
+
 static int orphans(struct store_pool *p, store_scrub_orphan_fn fn, void *arg)
 {
-	char dir[PATH_MAX];
-	sqlite3_stmt *st = NULL;
-	int r;
-	snprintf(dir, sizeof dir, "%s/%s", p->path, PACK_DIR);
-	DIR *d = opendir(dir);
-	if (!d)
-		return errno == ENOENT ? 0 : ferry_err_errno(errno, "cannot read '%s'", dir);
-	if ((r = cat_prepare(p, "SELECT 1 FROM packs WHERE name = ?", &st)) < 0) {
-		closedir(d);
-		return r;
-	}
-	struct dirent *de;
-	while (r == 0 && (de = readdir(d))) {
-		struct stat sb;
-		if (de->d_name[0] == '.')
-			continue;
-		sqlite3_reset(st);
-		sqlite3_bind_text(st, 1, de->d_name, -1, SQLITE_TRANSIENT);
-		int k = sqlite3_step(st);
-		if (k == SQLITE_ROW)
-			continue;
-		if (k != SQLITE_DONE) {
-			r = cat_err(p, "listing packs");
-			break;
-		}
-		uint64_t size = fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 ?
-					(uint64_t)sb.st_size : 0;
-		r = fn(arg, de->d_name, size);
-	}
-	sqlite3_finalize(st);
-	closedir(d);
-	return r;
+	struct orphan_cb o = {fn, arg};
+	return pack_orphans_each(p, orphan_one, &o);
 }
 
 int store_scrub_packs(struct store_pool *p, store_scrub_err_fn fn, store_scrub_orphan_fn orphan,

@@ -248,25 +248,8 @@ void store_pnodes_free(struct store_pnodes *n)
 int store_pnodes_read(struct store_pnodes *n, const uint8_t hash[FERRY_HASH_LEN], int *type,
 		      struct fbuf *out)
 {
-	sqlite3_stmt *sts[2] = {n->st_tmp, n->st_main};
-	for (int i = 0; i < 2; i++) {
-		sqlite3_stmt *st = sts[i];
-		sqlite3_reset(st);
-		sqlite3_bind_blob(st, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
-		int s = sqlite3_step(st);
-		if (s == SQLITE_DONE) {
-			sqlite3_reset(st);
-			continue;
-		}
-		if (s != SQLITE_ROW) {
-			sqlite3_reset(st);
-			return cat_err(n->p, "reading a node");
-		}
-		return node_row_take(st, hash, type, out);
-	}
-	char hex[FERRY_HASH_HEX];
-	hash_to_hex(hash, hex);
-	return ferry_err(FERR_NOENT, "node %s is neither in the stream nor in the pool", hex);
+	sqlite3_stmt *const sts[2] = {n->st_tmp, n->st_main};
+	return node_read_either(n->p, sts, hash, type, out, "in the stream");
 }
 
 static int exists(struct store_pnodes *n, sqlite3_stmt *st, const uint8_t *hash, int64_t *val)
