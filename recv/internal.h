@@ -191,6 +191,13 @@ int recv_package(struct rcv *r, const struct stream_package *pk) FERRY_WUR;
 /* -F, once the package verified to its end: what the sender no longer has goes. */
 int recv_pkg_destroy_tree(struct rcv *r) FERRY_WUR;
 int recv_pkg_prune(struct rcv *r) FERRY_WUR;
+/* An incremental substream of a package whose dataset want is missing,
+ * as zfs receives one: the dataset the sender renamed since the base is
+ * found below the target, among those no DATASET record lands on, by a
+ * snapshot of guid from_guid, and renamed to want (with its descendants;
+ * inside the package's transaction when it has one). 1 when renamed, 0
+ * when there is none (or want's parent is missing), or a negative FERR_*. */
+int recv_pkg_follow_rename(struct rcv *r, const char *want, uint64_t from_guid) FERRY_WUR;
 void recv_pkg_free(struct rcv *r);
 
 /* ---- recv.c ---- */

@@ -227,6 +227,92 @@ out:
 	return rc;
 }
 
+/* 1 when local dataset ds has a snapshot of that guid, else 0. */
+static int has_guid(struct rcv *r, const struct store_ds *ds, uint64_t guid)
+{
+	struct snaps sl;
+	int rc, hit = 0;
+	memset(&sl, 0, sizeof sl);
+	if ((rc = store_snap_iter(r->p, ds, recv_snaps_cb, &sl)) < 0) {
+		free(sl.v);
+		return rc;
+	}
+	for (size_t i = 0; i < sl.n && !hit; i++)
+		hit = sl.v[i].guid == guid;
+	free(sl.v);
+	return hit;
+}
+
+/* The datasets below the target that no DATASET record of the package
+ * lands on (the top excluded): those the sender removed or renamed. */
+static int unlanded(struct rcv *r, const struct store_ds *top, struct tree_list *out)
+{
+	struct tree_list landed, have;
+	int rc;
+	memset(&landed, 0, sizeof landed);
+	memset(&have, 0, sizeof have);
+	out->n = 0;
+	for (size_t i = 0; i < r->npds; i++) {
+		char name[STORE_NAME_MAX + 1];
+		if ((rc = recv_map_name(r, r->pds[i].name, name, sizeof name)) < 0 ||
+		    (rc = tree_add(&landed, name)) < 0)
+			goto out;
+	}
+	if (landed.n > 1)
+		qsort(landed.v, landed.n, sizeof *landed.v, tree_cmp);
+	if ((rc = store_ds_walk(r->p, top, -1, tree_cb, &have)) < 0)
+		goto out;
+	for (size_t i = 0; i < have.n && rc == 0; i++) {
+		size_t k = tree_lower(&landed, have.v[i].name);
+		if (strcmp(have.v[i].name, r->top_local) &&
+		    !(k < landed.n && !strcmp(landed.v[k].name, have.v[i].name)))
+			rc = tree_add(out, have.v[i].name);
+	}
+out:
+	free(landed.v);
+	free(have.v);
+	return rc;
+}
+
+int recv_pkg_follow_rename(struct rcv *r, const char *want, uint64_t from_guid)
+{
+	char parent[STORE_NAME_MAX + 1];
+	struct tree_list cand;
+	struct store_ds top, ds;
+	int rc;
+	memset(&cand, 0, sizeof cand);
+	snprintf(parent, sizeof parent, "%s", want);
+	char *sl = strrchr(parent, '/');
+	if (!sl || !strcmp(want, r->top_local))
+		return 0;
+	*sl = 0;
+	if ((rc = store_ds_lookup(r->p, parent, &ds)) < 0 ||
+	    (rc = store_ds_lookup(r->p, r->top_local, &top)) < 0) {
+		if (rc != -FERR_NOENT)
+			return rc;
+		ferry_err_clear();
+		return 0;
+	}
+	if ((rc = unlanded(r, &top, &cand)) < 0)
+		goto out;
+	for (size_t j = 0; j < cand.n; j++) {
+		if ((rc = store_ds_lookup(r->p, cand.v[j].name, &ds)) < 0 ||
+		    (rc = has_guid(r, &ds, from_guid)) < 0)
+			goto out;
+		if (rc == 1) {
+			/* it and its descendants move, in the package's
+			 * transaction when it has one */
+			if ((rc = store_ds_rename_held(r->p, cand.v[j].name, want)) == 0)
+				rc = 1;
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	free(cand.v);
+	return rc;
+}
+
 /* The DATASET records, then each substream (a BEGIN of a listed dataset)
  * up to PACKAGE_END. */
 int recv_package(struct rcv *r, const struct stream_package *pk)

@@ -127,6 +127,16 @@ int recv_sub_plan(struct rcv *r, struct sub *s)
 		return rc;
 	else
 		ferry_err_clear();
+	if (!s->exists && b->from_guid && r->in_pkg && !r->dryrun) {
+		/* the sender renamed it since the base: as zfs, follow */
+		if ((rc = recv_pkg_follow_rename(r, s->dsname, b->from_guid)) < 0)
+			return rc;
+		if (rc == 1) {
+			if ((rc = store_ds_lookup(r->p, s->dsname, &s->ds)) < 0)
+				return rc;
+			s->exists = 1;
+		}
+	}
 	struct dryds *dd = r->dryrun ? dry_find(r, s->dsname) : NULL;
 	if (s->exists) {
 		int want = b->ds_type == STREAM_DS_VOLUME ? STORE_DS_VOLUME : STORE_DS_FILESYSTEM;

@@ -226,6 +226,19 @@ static int rename_in_tx(struct store_pool *p, const char *from, const char *to, 
 	return quota_after_move(p, &ds, frel);
 }
 
+int store_ds_rename_held(struct store_pool *p, const char *from, const char *to)
+{
+	const char *frel = NULL, *trel = NULL;
+	int r;
+	if ((r = rename_names(p, from, to, &frel, &trel)) < 0 || (r = store_tx_begin(p)) < 0)
+		return r;
+	if ((r = rename_in_tx(p, from, to, 0, frel, trel)) < 0) {
+		store_tx_rollback(p);
+		return r;
+	}
+	return store_tx_commit(p);
+}
+
 int store_ds_rename(struct store_pool *p, const char *from, const char *to, int parents)
 {
 	const char *frel = NULL, *trel = NULL;

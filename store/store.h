@@ -168,6 +168,10 @@ int store_ds_destroy_check(struct store_pool *p, const char *name, int recursive
  * restore running on the pool (the detail names it); -FERR_QUOTA a new
  * ancestor's quota would be exceeded. */
 int store_ds_rename(struct store_pool *p, const char *from, const char *to, int parents) FERRY_WUR;
+/* store_ds_rename for a caller that has the pool open for its own work
+ * and holds its locks (recv renames a replica's dataset the sender
+ * renamed): the same checks and one transaction, no lock taken. */
+int store_ds_rename_held(struct store_pool *p, const char *from, const char *to) FERRY_WUR;
 /* zfs rename of a snapshot: from ("pool/ds@a") becomes ds@newname
  * (newname: the part after the '@'); with recursive, the snapshot named
  * so in each descendant of ds that has one is renamed too, all or
