@@ -15,9 +15,11 @@
 #include "table.h"
 
 struct sync_ui {
-	int verbose, json, dry;
+	int verbose, json, dry, quiet;
 	unsigned ndone, nfailed;
 	json_t *list;
+	struct cli_meter meter;             /* the status line on a terminal */
+	char current[STORE_NAME_MAX + 1];   /* the dataset it is about */
 };
 
 static void note_cb(void *arg, const char *source, const char *what)
@@ -25,7 +27,20 @@ static void note_cb(void *arg, const char *source, const char *what)
 	struct sync_ui *ui = arg;
 	if (!ui->verbose)
 		return;
+	cli_meter_clear(&ui->meter);
 	fprintf(stderr, "%s: %s\n", source, what);
+}
+
+/* A transfer's bytes so far: the line says the dataset, the bytes and the
+ * rate (a sync knows no total in advance). */
+static void progress_cb(void *arg, const char *source, uint64_t bytes)
+{
+	struct sync_ui *ui = arg;
+	if (strcmp(ui->current, source)) {
+		snprintf(ui->current, sizeof ui->current, "%s", source);
+		cli_meter_retarget(&ui->meter, ui->current, 0);
+	}
+	cli_meter_update(&ui->meter, bytes, 0);
 }
 
 static const char *mode_of(const struct sync_result *r)
@@ -44,6 +59,7 @@ static void done_cb(void *arg, const struct sync_result *r)
 	struct sync_ui *ui = arg;
 	char b[16], rate[16];
 	double secs = (double)r->ns / 1e9;
+	cli_meter_clear(&ui->meter);
 	ui->ndone++;
 	if (r->status < 0) {
 		ui->nfailed++;
@@ -106,7 +122,7 @@ static void done_cb(void *arg, const struct sync_result *r)
 }
 
 static const char sync_usage[] =
-	"usage: ferry sync [-r] [-n] [-v] [--json] [--no-intermediate] [--compress=auto|CODEC] "
+	"usage: ferry sync [-r] [-n] [-v] [-q] [--json] [--no-intermediate] [--compress=auto|CODEC] "
 	"[-o PROP=VAL]... [-x PROP]... [-F] [--wait[=SECS]] [--token-file FILE] [--cacert FILE] "
 	"SOURCE DESTINATION";
 
@@ -116,6 +132,7 @@ static const char sync_help[] =
 	"  -r                 the source's whole tree (new children are created)\n"
 	"  -n                 say what would be sent, send nothing\n"
 	"  -v                 say each step on stderr\n"
+	"  -q                 no status line on a terminal\n"
 	"  --json             one JSON document on stdout, for monitoring\n"
 	"  --no-intermediate  send only the newest snapshot (-i), not every one since (-I)\n"
 	"  --compress=auto    recompress on the sender to the destination's compression\n"
@@ -137,6 +154,7 @@ int cmd_sync(int argc, char **argv)
 		{"compress", required_argument, NULL, OPT_COMP},
 		{"wait", optional_argument, NULL, OPT_WAIT},
 		{"verbose", no_argument, NULL, 'v'},
+		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, OPT_HELP},
 		{"token-file", required_argument, NULL, HTTP_OPT_TOKEN_FILE},
 		{"cacert", required_argument, NULL, HTTP_OPT_CACERT},
@@ -160,7 +178,7 @@ int cmd_sync(int argc, char **argv)
 		goto out;
 	}
 	memset(&co, 0, sizeof co);
-	while ((c = cli_getopt(argc, argv, "sync", "rnvFo:x:", lo)) != -1) {
+	while ((c = cli_getopt(argc, argv, "sync", "rnvqFo:x:", lo)) != -1) {
 		int k = http_conn_opt(c, optarg, &co);
 		if (k < 0) {
 			rc = EXIT_USAGE;
@@ -172,6 +190,7 @@ int cmd_sync(int argc, char **argv)
 		case 'r': o.flags |= SYNC_RECURSIVE; break;
 		case 'n': o.flags |= SYNC_DRYRUN; ui.dry = 1; break;
 		case 'v': ui.verbose = 1; break;
+		case 'q': ui.quiet = 1; break;
 		case 'F': o.flags |= SYNC_FORCE; break;
 		case OPT_JSON: ui.json = 1; break;
 		case OPT_NOI: o.flags |= SYNC_NO_INTERMEDIATE; break;
@@ -237,12 +256,15 @@ int cmd_sync(int argc, char **argv)
 	}
 	o.done = done_cb;
 	o.note = note_cb;
+	o.progress = progress_cb;
 	o.arg = &ui;
+	cli_meter_start(&ui.meter, "sync", 0, ui.quiet || ui.json || ui.dry);
 	if (ui.json)
 		ui.list = json_array();
 	/* a receiver that stops reading fails the send (EPIPE), not the process */
 	signal(SIGPIPE, SIG_IGN);
 	r = sync_run(src, dst, &o);
+	cli_meter_end(&ui.meter);
 	if (r == 0)
 		rc = EXIT_OK;
 	else if (r == -FERR_BUSY && ui.ndone == 0)

@@ -59,7 +59,7 @@ static const struct cli_cmd commands[] = {
 	{"token", cmd_token, "token create --tokens FILE --scope POOL[/DATASET] --perm read|append|write [--name NAME]\n"
 			     "token list --tokens FILE\n"
 			     "token revoke --tokens FILE ID|NAME"},
-	{"sync", cmd_sync, "sync [-r] [-n] [-v] [--json] [--no-intermediate] [--compress=auto|CODEC] [-o PROP=VAL]... [-x PROP]... [-F] [--wait[=SECS]] [--token-file FILE] [--cacert FILE] SOURCE POOL/DATASET|ssh://[USER@]HOST[:PORT]/POOL/DATASET|https://HOST:PORT/POOL/DATASET"},
+	{"sync", cmd_sync, "sync [-r] [-n] [-v] [-q] [--json] [--no-intermediate] [--compress=auto|CODEC] [-o PROP=VAL]... [-x PROP]... [-F] [--wait[=SECS]] [--token-file FILE] [--cacert FILE] SOURCE POOL/DATASET|ssh://[USER@]HOST[:PORT]/POOL/DATASET|https://HOST:PORT/POOL/DATASET"},
 	{"prune", cmd_prune, "prune [-r] [-n] [-v] [--json] [--keep-last N] [--keep-hourly N] [--keep-daily N] [--keep-weekly N] [--keep-monthly N] [--keep-yearly N] [--keep-within DURATION] [--prefix P] [--gc] DATASET..."},
 	{"shell", cmd_shell, "shell --scope POOL[/DATASET] [--append-only] [--read-only]  (an authorized_keys command)"},
 	{"sync-state", cmd_sync_state, "sync-state [-r] DATASET  (what the far side of an ssh sync answers)"},

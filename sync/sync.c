@@ -251,6 +251,13 @@ static int count_sink(struct stream_sink *s, const void *p, size_t n)
 	return 0;
 }
 
+/* send_opts.progress: the dataset's bytes this run, for the caller's line. */
+static void xfer_progress(void *arg, const struct send_progress *pr)
+{
+	struct one *w = arg;
+	w->run->o->progress(w->run->o->arg, w->res->source, w->res->bytes + pr->bytes);
+}
+
 /* One transfer: send (from → to, or the token) into a receive of target.
  * kind is for the note and the error ("send of X"). */
 static int transfer(struct one *w, const struct store_snap *to, const char *from, int intermediate,
@@ -288,6 +295,10 @@ static int transfer(struct one *w, const struct store_snap *to, const char *from
 		so.flags |= SEND_INTERMEDIATE;
 	so.from = from;
 	so.token = token;
+	if (o->progress && !(o->flags & SYNC_DRYRUN)) {
+		so.progress = xfer_progress;
+		so.arg = w;
+	}
 	uint64_t t0 = ferry_now_ns();
 	if (o->flags & SYNC_DRYRUN) {
 		struct stream_sink null = {count_sink, 0, 0, NULL};

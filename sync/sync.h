@@ -105,6 +105,9 @@ struct sync_opts {
 	void (*done)(void *arg, const struct sync_result *r);
 	/* -v: a step about to run, in words ("full send of tank/a@s1"). May be NULL. */
 	void (*note)(void *arg, const char *source, const char *what);
+	/* Now and then during a transfer: the dataset and the stream bytes it
+	 * has sent in this run so far. May be NULL. */
+	void (*progress)(void *arg, const char *source, uint64_t bytes);
 	void *arg;
 };
 
