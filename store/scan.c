@@ -164,7 +164,7 @@ static int batch_item(struct store_scan_batch *b, struct store_scan_item **it)
 static int scan_fill(struct store_scan *s)
 {
 	sqlite3_stmt *st = s->st_rows;
-	int k;
+	int k = SQLITE_DONE; /* set by the loop whenever the test below reads it */
 	s->nrows = s->ri = 0;
 	sqlite3_reset(st);
 	sqlite3_bind_int64(st, 1, s->pack_id);
