@@ -173,6 +173,21 @@ static int tree_covers(const struct tree_list *l, const char *name)
  * that no listed dataset lies below, go with their descendants and
  * snapshots (with -n: are reported). The target itself and anything
  * outside it never do. */
+/* Where the package's datasets land here (their local names), sorted. */
+static int pkg_landing(struct rcv *r, struct tree_list *out)
+{
+	int rc;
+	for (size_t i = 0; i < r->npds; i++) {
+		char name[STORE_NAME_MAX + 1];
+		if ((rc = recv_map_name(r, r->pds[i].name, name, sizeof name)) < 0 ||
+		    (rc = tree_add(out, name)) < 0)
+			return rc;
+	}
+	if (out->n > 1)
+		qsort(out->v, out->n, sizeof *out->v, tree_cmp);
+	return 0;
+}
+
 int recv_pkg_destroy_tree(struct rcv *r)
 {
 	char top[STORE_NAME_MAX + 1];
@@ -189,14 +204,8 @@ int recv_pkg_destroy_tree(struct rcv *r)
 		ferry_err_clear();
 		return 0;
 	}
-	for (size_t i = 0; i < r->npds; i++) {
-		char name[STORE_NAME_MAX + 1];
-		if ((rc = recv_map_name(r, r->pds[i].name, name, sizeof name)) < 0 ||
-		    (rc = tree_add(&listed, name)) < 0)
-			goto out;
-	}
-	if (listed.n > 1)
-		qsort(listed.v, listed.n, sizeof *listed.v, tree_cmp);
+	if ((rc = pkg_landing(r, &listed)) < 0)
+		goto out;
 	if ((rc = store_ds_walk(r->p, &ds, -1, tree_cb, &have)) < 0)
 		goto out;
 	if (have.n > 1)
@@ -252,14 +261,8 @@ static int unlanded(struct rcv *r, const struct store_ds *top, struct tree_list 
 	memset(&landed, 0, sizeof landed);
 	memset(&have, 0, sizeof have);
 	out->n = 0;
-	for (size_t i = 0; i < r->npds; i++) {
-		char name[STORE_NAME_MAX + 1];
-		if ((rc = recv_map_name(r, r->pds[i].name, name, sizeof name)) < 0 ||
-		    (rc = tree_add(&landed, name)) < 0)
-			goto out;
-	}
-	if (landed.n > 1)
-		qsort(landed.v, landed.n, sizeof *landed.v, tree_cmp);
+	if ((rc = pkg_landing(r, &landed)) < 0)
+		goto out;
 	if ((rc = store_ds_walk(r->p, top, -1, tree_cb, &have)) < 0)
 		goto out;
 	for (size_t i = 0; i < have.n && rc == 0; i++) {
