@@ -88,7 +88,8 @@ static int users_of(struct tw *t, const uint8_t *hash, const char *path, size_t 
 		u->err_id = d->id;
 		if (!(u->path = malloc(len + 1)))
 			return ferry_err(FERR_NOMEM, "scrubbing");
-		memcpy(u->path, path, len);
+		if (len)
+			memcpy(u->path, path, len);
 		u->path[len] = 0;
 		t->nu++;
 		t->found++;
@@ -209,7 +210,8 @@ static int set_dirpath(struct tw *t, const char *path, size_t len)
 		t->dirpath_cap = len + 64;
 	}
 	t->dirpath[0] = '/';
-	memcpy(t->dirpath + 1, path, len);
+	if (len)
+		memcpy(t->dirpath + 1, path, len);
 	t->dirpath[len + 1] = 0;
 	return 0;
 }
@@ -344,7 +346,8 @@ int scrub_tree_pass(struct scrub *sc)
 	t.sc = sc;
 	if ((r = store_scrub_err_iter(sc->p, log_cb, &t)) < 0)
 		goto out;
-	qsort(t.d, t.nd, sizeof *t.d, dmg_cmp);
+	if (t.nd > 1)
+		qsort(t.d, t.nd, sizeof *t.d, dmg_cmp);
 	if ((r = store_reader_new(sc->p, &t.rd)) < 0 || (r = store_hset_new(sc->p, 0, &t.clean)) < 0 ||
 	    (r = store_ds_lookup(sc->p, store_pool_name(sc->p), &root)) < 0)
 		goto out;

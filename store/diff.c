@@ -161,7 +161,7 @@ static int emit(struct diff *d, char change, int ftype, const char *path, size_t
 static int emit_change(struct diff *d, int ftype, const char *ap, size_t al, const char *bp,
 		       size_t bl, int64_t csec, uint32_t cnsec)
 {
-	if (al == bl && !memcmp(ap, bp, al))
+	if (al == bl && (!al || !memcmp(ap, bp, al)))
 		return emit(d, 'M', ftype, ap, al, NULL, 0, csec, cnsec, 0);
 	return emit(d, 'R', ftype, ap, al, bp, bl, csec, cnsec, 0);
 }
@@ -180,7 +180,8 @@ static int rec_add(struct diff *d, int side, const struct node_entry *e, const u
 		return r;
 	if (!(x->path = malloc(n + 1)))
 		return ferry_err(FERR_NOMEM, "diffing");
-	memcpy(x->path, path, n);
+	if (n)
+		memcpy(x->path, path, n);
 	x->path[n] = 0;
 	x->len = n;
 	x->base = n - e->name_len;
@@ -613,7 +614,7 @@ static int resolve(struct diff *d, const size_t *g, size_t n, struct dout **v, s
 		/* unchanged, under a renamed directory: not reported (zfs) */
 		if (!memcmp(x->digest, y->digest, FERRY_HASH_LEN) && same_name(x, y))
 			continue;
-		if (x->len == y->len && !memcmp(x->path, y->path, x->len)) {
+		if (x->len == y->len && (!x->len || !memcmp(x->path, y->path, x->len))) {
 			if (m == SIZE_MAX)
 				m = i;
 			continue;
