@@ -185,7 +185,10 @@ int store_hset_count(struct store_hset *s, uint64_t *n)
 int store_snap_has_block(struct store_pool *p, int64_t snap_id, const uint8_t hash[FERRY_HASH_LEN])
 {
 	sqlite3_stmt *st = NULL;
-	int r = cat_prepare(p, "SELECT 1 FROM blocks b JOIN snap_blocks s ON s.block_id = b.id"
+	/* CROSS JOIN fixes the order: the block by its hash first, then its
+	 * row for this snapshot; left to itself the planner scans every row of
+	 * the snapshot for each block (one lookup per block a send emits) */
+	int r = cat_prepare(p, "SELECT 1 FROM blocks b CROSS JOIN snap_blocks s ON s.block_id = b.id"
 			       " WHERE b.hash = ? AND s.snap_id = ? LIMIT 1", &st);
 	if (r < 0)
 		return r;
