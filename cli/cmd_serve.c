@@ -586,7 +586,7 @@ static void ep_recv(struct srv *s, struct net_call *c, const struct net_req *q)
 	struct recv_stats st;
 	struct recv_report rp = {NULL};
 	struct body_source src;
-	char pn[STORE_NAME_MAX + 1], what[STORE_NAME_MAX + 128];
+	char pn[STORE_NAME_MAX + 1], what[STORE_NAME_MAX + 128], how[STORE_NAME_MAX + 96];
 	int r, taken = 0;
 	const char *target = q->name, *ds = q->dataset;
 	if ((r = store_name_check(target, strchr(target, '@') ? STORE_NAME_SNAPSHOT
@@ -635,6 +635,11 @@ static void ep_recv(struct srv *s, struct net_call *c, const struct net_req *q)
 	o.threads = s->recv_threads;
 	o.done = recv_done;
 	o.arg = &rp;
+	/* an HTTP client resumes by itself: the pipe's `send -t` advice
+	 * would be wrong in the error body */
+	snprintf(how, sizeof how, "the same 'ferry send --to', which resumes by itself "
+		 "(the token: GET /v1/receive/%s)", ds);
+	o.resume_how = how;
 	r = recv_run(p, target, &src.base, &o, &st);
 	char msg[512] = "";
 	unsigned stc = 0;

@@ -172,6 +172,9 @@ int recv_save_partial(struct rcv *r, struct sub *s, int err)
 	tx = 0;
 	if ((rc = store_tx_commit(r->p)) < 0)
 		goto fail;
+	if (r->o->resume_how)
+		return ferry_err(-err, "%s; the %llu records received are kept: resume with %s",
+				 msg, (unsigned long long)r->last_seq, r->o->resume_how);
 	return ferry_err(-err, "%s; the %llu records received are kept: resume with "
 			 "'ferry send -t TOKEN' (ferry get receive_resume_token %s)",
 			 msg, (unsigned long long)r->last_seq, s->dsname);

@@ -88,6 +88,12 @@ struct recv_opts {
 	 * any value, to be clamped, for progress only. May be NULL. */
 	void (*estimate)(void *arg, uint64_t bytes);
 	void *arg;
+	/* How the sender resumes an interrupted RECV_RESUMABLE receive, for the
+	 * error's detail ("the N records received are kept: resume with ...");
+	 * NULL: "'ferry send -t TOKEN' (ferry get receive_resume_token DS)",
+	 * right for a pipe, wrong for a server whose clients resume by
+	 * themselves. */
+	const char *resume_how;
 };
 
 /* Receives the stream read from in into pool p under target (a dataset,

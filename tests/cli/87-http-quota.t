@@ -46,6 +46,8 @@ is "$(state)" "$before" "still nothing committed"
 head -c 200000 "$T/two.s" >"$T/two.cut"
 req "$(tok c1)" PUT /v1/receive/bk/c1/h --data-binary @"$T/two.cut"
 is "$status" 400 "a truncated upload is refused"
+like "$(json_get error)" "records received are kept: resume with the same 'ferry send --to', which resumes by itself \\(the token: GET /v1/receive/bk/c1/h\\)\$" \
+	"its error says how an HTTP client resumes (not the pipe's send -t)"
 req "$(tok c1)" GET /v1/receive/bk/c1/h
 tok1=$(json_get receive_resume_token)
 like "$tok1" '^1-' "and kept as a partial receive"
