@@ -58,6 +58,9 @@ static int over(const char *ds, const char *prop, uint64_t figure, uint64_t limi
 			 prop, l);
 }
 
+static int partials_under(struct store_pool *p, const struct store_ds *top, const char *skip,
+			  uint64_t *out);
+
 int store_quota_check(struct store_pool *p, const struct store_ds *ds, uint64_t referenced)
 {
 	struct store_ds cur = *ds;
@@ -72,10 +75,12 @@ int store_quota_check(struct store_pool *p, const struct store_ds *ds, uint64_t 
 		if ((r = limit_of(p, &cur, "quota", &q)) < 0)
 			return r;
 		if (q) {
-			if ((r = store_ds_space(p, &cur, &sp)) < 0)
+			uint64_t held;
+			if ((r = store_ds_space(p, &cur, &sp)) < 0 ||
+			    (r = partials_under(p, &cur, ds->name, &held)) < 0)
 				return r;
-			if (sp.used > q)
-				return over(cur.name, "quota", sp.used, q);
+			if (sp.used + held > q)
+				return over(cur.name, "quota", sp.used + held, q);
 		}
 		if (cur.parent_id == 0)
 			return 0;
@@ -120,9 +125,11 @@ int quota_available(struct store_pool *p, const struct store_ds *ds, uint64_t *a
 		if ((r = limit_of(p, &cur, "quota", &q)) < 0)
 			return r;
 		if (q) {
-			if ((r = store_ds_space(p, &cur, &sp)) < 0)
+			uint64_t held;
+			if ((r = store_ds_space(p, &cur, &sp)) < 0 ||
+			    (r = partials_under(p, &cur, NULL, &held)) < 0)
 				return r;
-			uint64_t left = q > sp.used ? q - sp.used : 0;
+			uint64_t left = q > sp.used + held ? q - sp.used - held : 0;
 			if (left < *avail)
 				*avail = left;
 		}
@@ -150,6 +157,47 @@ static int blocks_sum(struct store_pool *p, const char *sql, const struct store_
 		*out = (uint64_t)sqlite3_column_int64(st, 0);
 	else
 		r = cat_err(p, "computing the room a quota leaves");
+	sqlite3_finalize(st);
+	return r;
+}
+
+/* What the partial receives in top's subtree hold beyond what their
+ * datasets' snapshots already count, the one into skip (NULL: none)
+ * left out: zfs keeps a resumable receive's state in a hidden child
+ * (ds/%recv) whose space counts against every quota above it, so one
+ * client cannot pass a quota by leaving interrupted receives in several
+ * datasets, each under the room. */
+static int partials_under(struct store_pool *p, const struct store_ds *top, const char *skip,
+			  uint64_t *out)
+{
+	static const char unique_sql[] =
+		"SELECT coalesce(sum(psize), 0) FROM blocks WHERE id IN (SELECT block_id FROM"
+		" recv_partial_blocks WHERE ds = ?3 EXCEPT SELECT x.block_id FROM snap_blocks x"
+		" JOIN snapshots s ON s.id = x.snap_id WHERE s.ds_id = ?1)";
+	sqlite3_stmt *st = NULL;
+	int r = cat_prepare(p, "SELECT ds FROM recv_partial WHERE (ds = ?1 OR"
+			       " substr(ds, 1, length(?1) + 1) = ?1 || '/') AND ds != ?2", &st);
+	*out = 0;
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, top->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, skip ? skip : "", -1, SQLITE_STATIC);
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct store_ds d;
+		uint64_t b = 0;
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+		if ((r = store_ds_lookup(p, name ? name : "", &d)) == -FERR_NOENT) {
+			ferry_err_clear(); /* a partial without its dataset holds no rows to count */
+			r = 0;
+			continue;
+		}
+		if (r < 0 || (r = blocks_sum(p, unique_sql, &d, 0, &b)) < 0)
+			break;
+		*out += b;
+	}
+	if (r == 0 && rc != SQLITE_DONE)
+		r = cat_err(p, "reading the partial receives");
 	sqlite3_finalize(st);
 	return r;
 }
@@ -266,13 +314,15 @@ int store_quota_room(struct store_pool *p, const char *name, int64_t keep_txg,
 		if ((r = limit_of(p, &cur, "quota", &lim)) < 0)
 			return r;
 		if (lim) {
-			if ((r = store_ds_space(p, &cur, &sp)) < 0)
+			uint64_t held;
+			if ((r = store_ds_space(p, &cur, &sp)) < 0 ||
+			    (r = partials_under(p, &cur, name, &held)) < 0)
 				return r;
 			/* used is counted per dataset, so what the receive frees
 			 * or brings back in name counts the same at every level */
 			uint64_t base = delta < 0 && (uint64_t)-delta > sp.used ? 0
 									   : (uint64_t)((int64_t)sp.used + delta);
-			room_take(&q, cur.name, "quota", lim, base);
+			room_take(&q, cur.name, "quota", lim, base + held);
 		}
 		if (cur.parent_id == 0)
 			break;
