@@ -61,6 +61,10 @@ ferry gc bk >/dev/null
 ferry restore bk/a@s2 "$TS/bk"
 diff -r "$S" "$TS/bk" >/dev/null && ok "what was received restores whole" || not_ok "bk/a@s2 differs"
 
+# the control for after_check: the same snapshots of tank/a in one go
+ferry pool create ctl "$T/ctl"
+ferry send -R tank/a@s2 | ferry recv ctl/a
+
 # gc: the marking, then the sweep of the packs with their total
 head -c 24M /dev/urandom >"$S/f1"
 ferry snapshot -q tank/a@s3
@@ -92,5 +96,9 @@ is "$rc:$(cat "$T/pty"):$(cat "$T/sync.err")" "0::" "sync with stderr not a term
 # what sync sent restores whole
 ferry restore bk/sy@s4 "$TS/sy"
 diff -r "$S" "$TS/sy" >/dev/null && ok "what sync sent restores whole" || not_ok "bk/sy@s4 differs"
+for d in sy sq sn; do
+	ferry send -R tank/a@s4 | ferry recv "ctl/$d"
+done
+after_check bk ctl "after the receives and syncs"
 
 done_testing

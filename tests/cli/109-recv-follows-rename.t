@@ -51,4 +51,10 @@ rm -rf "$TS/r"
 run ferry restore bk/q/n/o@5 "$TS/r"
 "$FERRY_TOOLS/treecmp" --no-root "$T/src/other" "$TS/r" >"$T/out" 2>&1
 is "$rc:$?:$(cat "$T/out")" "0:0:" "after gc, the moved child's newest snapshot restores as its source"
+# the replica that followed the renames against one that got the sender's
+# snapshots in one package: same datasets, snapshots, figures and blocks
+ferry pool create ctl "$T/p/ctl"
+run sh -c "'$FERRY' send -R tank/z@5 | '$FERRY' recv ctl/q"
+is "$rc:$(cat "$T/err")" "0:" "the control: the whole package in one go"
+after_check bk/q ctl/q "after the renames"
 done_testing

@@ -73,4 +73,11 @@ ferry gc dst >/dev/null
 rm -f "$TS/vol.img"
 ferry restore dst/vol@v "$TS/vol.img" && cmp -s "$T/disk.img" "$TS/vol.img" &&
 	ok "and still is after gc" || not_ok "restored image differs after gc"
+# against a pool that got the same snapshots in one go, without the
+# refused receives: same datasets, figures and blocks
+ferry pool create ctl "$T/p/ctl"
+ferry send src/fs@s1 | ferry recv ctl/full
+ferry send -R src/fs@s2 | ferry recv ctl/pkg
+ferry send src/vol@v | ferry recv -o volblocksize=8K ctl/vol
+after_check dst ctl "after recv -o and the refused receives"
 done_testing
