@@ -298,4 +298,9 @@ static inline uint16_t nrd_u16(struct node_rd *r) { uint16_t v = get_le16(r->p +
 static inline uint32_t nrd_u32(struct node_rd *r) { uint32_t v = get_le32(r->p + r->pos); r->pos += 4; return v; }
 static inline uint64_t nrd_u64(struct node_rd *r) { uint64_t v = get_le64(r->p + r->pos); r->pos += 8; return v; }
 
+/* The statements whose query plan tests/unit/test_plans.c checks: run
+ * once per block, a plan that scans a snapshot's rows makes the caller
+ * O(blocks x snapshot). */
+extern const char store_sql_snap_has_block[];
+
 #endif
