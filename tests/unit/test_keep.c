@@ -1,0 +1,226 @@
+/* tests/unit/test_keep.c — the keep path's cheaper checks: CRC-32C (known
+ * answers, the fast path against the table), and format version 2's chain
+ * (docs/ferry-stream.5, The chain) computed here from the page's formula,
+ * byte for byte against the encoder, fed to the decoder in every chunk
+ * size, and a bit flip in WRITE data caught at its record. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lib/lib.h"
+#include "stream/stream.h"
+
+static void test_crc32c_known(void **state)
+{
+	static const uint8_t zeros[32], ones[32] = {
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+	uint8_t inc[32];
+
+	(void)state;
+	for (int i = 0; i < 32; i++)
+		inc[i] = (uint8_t)i;
+	/* RFC 3720 (iSCSI) B.4 and the usual check value */
+	assert_int_equal(crc32c_update(0, "123456789", 9), 0xE3069283u);
+	assert_int_equal(crc32c_update(0, zeros, 32), 0x8A9136AAu);
+	assert_int_equal(crc32c_update(0, ones, 32), 0x62A8AB43u);
+	assert_int_equal(crc32c_update(0, inc, 32), 0x46DD794Eu);
+	assert_int_equal(crc32c_update_portable(0, "123456789", 9), 0xE3069283u);
+	assert_int_equal(crc32c_update(0, NULL, 0), 0);
+	/* continued over pieces = over the whole */
+	assert_int_equal(crc32c_update(crc32c_update(0, "1234", 4), "56789", 5), 0xE3069283u);
+}
+
+/* The fast path (any alignment, any length, any split) against the table. */
+static void test_crc32c_fast_equals_table(void **state)
+{
+	uint8_t *buf = malloc(70000);
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+
+	(void)state;
+	assert_non_null(buf);
+	for (size_t i = 0; i < 70000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		buf[i] = (uint8_t)x;
+	}
+	for (size_t off = 0; off < 9; off++)
+		for (size_t n = 0; n < 300; n += 1 + n / 16) {
+			uint32_t a = crc32c_update(0, buf + off, n);
+			assert_int_equal(a, crc32c_update_portable(0, buf + off, n));
+			for (size_t k = 0; k <= n; k += 7)
+				assert_int_equal(crc32c_update(crc32c_update(0, buf + off, k),
+							       buf + off + k, n - k), a);
+		}
+	assert_int_equal(crc32c_update(0, buf + 3, 69990), crc32c_update_portable(0, buf + 3, 69990));
+	free(buf);
+}
+
+static const uint8_t node_bytes[] = {2, 'r', 'o', 'o', 't'};
+
+/* BEGIN, a codec-off WRITE of 5000 bytes, the root NODE, END. */
+static void build(struct fbuf *s, unsigned flags, uint8_t *data, size_t n)
+{
+	struct stream_encoder *e;
+	struct stream_begin b;
+	struct stream_write w;
+	struct hash_state h;
+	uint8_t t = 4;
+
+	memset(&b, 0, sizeof b);
+	b.ds_type = STREAM_DS_FILESYSTEM;
+	b.root_type = 4;
+	hash_init(&h);
+	hash_update(&h, &t, 1);
+	hash_update(&h, node_bytes, sizeof node_bytes);
+	hash_final(&h, b.root_hash);
+	b.to_guid = 7;
+	b.dataset = "tank/a";
+	b.snapshot = "s";
+	memset(&w, 0, sizeof w);
+	hash_blake2b(w.hash, data, n);
+	w.lsize = w.psize = (uint32_t)n;
+	w.data = data;
+	assert_int_equal(stream_encoder_new(&e, flags), 0);
+	assert_int_equal(stream_encode_begin(e, &b, s), 0);
+	assert_int_equal(stream_encode_write(e, &w, s), 0);
+	assert_int_equal(stream_encode_node(e, 4, node_bytes, sizeof node_bytes, s), 0);
+	assert_int_equal(stream_encode_end(e, s), 0);
+	stream_encoder_free(e);
+}
+
+/* Offsets of the records of s. */
+static size_t records(const struct fbuf *s, size_t *off, size_t max)
+{
+	size_t n = 0, o = 0;
+	while (o < s->len && n < max) {
+		off[n++] = o;
+		o += STREAM_HDR_LEN + get_le32(s->data + o + 4) + STREAM_TRAILER_LEN;
+	}
+	assert_int_equal(o, s->len);
+	return n;
+}
+
+/* S(i) by the page's formula. */
+static void chain(int v2, const uint8_t prev[FERRY_HASH_LEN], const uint8_t *rec,
+		  uint8_t out[FERRY_HASH_LEN])
+{
+	uint16_t type = get_le16(rec);
+	uint32_t len = get_le32(rec + 4);
+	size_t fixed = type == STREAM_WRITE ? 48 : type == STREAM_NODE ? 36 : len;
+	struct hash_state h;
+	uint8_t crc[4];
+
+	hash_init(&h);
+	hash_update(&h, prev, FERRY_HASH_LEN);
+	hash_update(&h, rec, STREAM_HDR_LEN);
+	if (!v2 || fixed >= len) {
+		hash_update(&h, rec + STREAM_HDR_LEN, len);
+	} else {
+		hash_update(&h, rec + STREAM_HDR_LEN, fixed);
+		put_le32(crc, crc32c_update(0, rec + STREAM_HDR_LEN + fixed, len - fixed));
+		hash_update(&h, crc, 4);
+	}
+	hash_final(&h, out);
+}
+
+static int decode_all(const uint8_t *p, size_t n, size_t chunk, int *version)
+{
+	struct stream_decoder *d;
+	struct stream_record rec;
+	size_t i = 0, used;
+	int r = 0;
+
+	assert_int_equal(stream_decoder_new(&d), 0);
+	while (i < n) {
+		size_t k = n - i < chunk ? n - i : chunk;
+		r = stream_decoder_feed(d, p + i, k, &used, &rec);
+		if (r < 0)
+			break;
+		if (r == 1 && rec.type == STREAM_BEGIN)
+			*version = rec.begin.version;
+		i += used;
+		r = 0;
+	}
+	if (r == 0)
+		r = stream_decoder_finish(d);
+	stream_decoder_free(d);
+	return r;
+}
+
+static void test_v2_chain(void **state)
+{
+	static const size_t chunks[] = {1, 3, 47, 48, 49, 4096, 1 << 20};
+	uint8_t data[5000], s[FERRY_HASH_LEN], prev[FERRY_HASH_LEN];
+	size_t off[8], n;
+	struct fbuf v1, v2;
+	int version = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof data; i++)
+		data[i] = (uint8_t)(i * 7 + i / 251);
+	fbuf_init(&v1, 1 << 20);
+	fbuf_init(&v2, 1 << 20);
+	build(&v2, 0, data, sizeof data);
+	build(&v1, STREAM_ENC_V1, data, sizeof data);
+	assert_int_equal(get_le16(v2.data + STREAM_HDR_LEN + 8), 2);
+	assert_int_equal(get_le16(v1.data + STREAM_HDR_LEN + 8), 1);
+	/* the same records but for the version field and the trailers */
+	assert_int_equal(v1.len, v2.len);
+
+	/* every trailer and the END digest, by the formula */
+	n = records(&v2, off, 8);
+	assert_int_equal(n, 4);
+	hash_blake2b(prev, "ferry-stream-v2", 15);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t len = get_le32(v2.data + off[i] + 4);
+		if (i == n - 1) /* END carries S(i-1) */
+			assert_memory_equal(v2.data + off[i] + STREAM_HDR_LEN + 8, prev, 32);
+		chain(1, prev, v2.data + off[i], s);
+		assert_memory_equal(v2.data + off[i] + STREAM_HDR_LEN + len, s, 16);
+		memcpy(prev, s, sizeof s);
+	}
+	n = records(&v1, off, 8);
+	hash_blake2b(prev, "ferry-stream-v1", 15);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t len = get_le32(v1.data + off[i] + 4);
+		chain(0, prev, v1.data + off[i], s);
+		assert_memory_equal(v1.data + off[i] + STREAM_HDR_LEN + len, s, 16);
+		memcpy(prev, s, sizeof s);
+	}
+
+	/* both decode, in any chunking (the split between hash and CRC may
+	 * fall inside a chunk or on its edge) */
+	for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+		assert_int_equal(decode_all(v2.data, v2.len, chunks[c], &version), 0);
+		assert_int_equal(version, 2);
+		assert_int_equal(decode_all(v1.data, v1.len, chunks[c], &version), 0);
+		assert_int_equal(version, 1);
+	}
+
+	/* a bit flipped in the WRITE's data: refused at record 1 by the CRC */
+	n = records(&v2, off, 8);
+	v2.data[off[1] + STREAM_HDR_LEN + 48 + 4000] ^= 0x10;
+	assert_int_equal(decode_all(v2.data, v2.len, 4096, &version), -FERR_CORRUPT);
+	assert_non_null(strstr(ferry_errmsg(-FERR_CORRUPT), "record 1 (WRITE): trailer mismatch"));
+	fbuf_release(&v1);
+	fbuf_release(&v2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_crc32c_known),
+		cmocka_unit_test(test_crc32c_fast_equals_table),
+		cmocka_unit_test(test_v2_chain),
+	};
+	if (ferry_lib_init() < 0)
+		return 1;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
