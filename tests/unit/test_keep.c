@@ -1,8 +1,10 @@
-/* tests/unit/test_keep.c — the keep path's cheaper checks: CRC-32C (known
- * answers, the fast path against the table), and format version 2's chain
+/* tests/unit/test_keep.c — the keep path's cheaper work: CRC-32C (known
+ * answers, the fast path against the table); format version 2's chain
  * (docs/ferry-stream.5, The chain) computed here from the page's formula,
  * byte for byte against the encoder, fed to the decoder in every chunk
- * size, and a bit flip in WRITE data caught at its record. */
+ * size, and a bit flip in WRITE data caught at its record; and the key
+ * sets in memory (store_hset) against a reference, across the spill to
+ * their table. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +16,7 @@
 #include <cmocka.h>
 
 #include "lib/lib.h"
+#include "store/store.h"
 #include "stream/stream.h"
 
 static void test_crc32c_known(void **state)
@@ -213,12 +216,101 @@ static void test_v2_chain(void **state)
 	fbuf_release(&v2);
 }
 
+/* ---- key sets --------------------------------------------------------------- */
+
+static void keyof(uint8_t *k, uint32_t i, size_t len)
+{
+	uint64_t x = 0x2545F4914F6CDD1Dull * (i + 1);
+	for (size_t j = 0; j < len; j++, x = x * 6364136223846793005ull + 1442695040888963407ull)
+		k[j] = (uint8_t)(x >> 56);
+	k[0] = 'B';
+	put_le32(k + 1, i); /* distinct */
+}
+
+/* n keys of len bytes: added (1), added again (0, value kept), found with
+ * their values, absent ones not found, counted; the same after the set
+ * moves to its table (n beyond what memory holds, a long key, a delete). */
+static void hset_round(struct store_pool *p, uint32_t n, size_t len, int batch)
+{
+	struct store_hset *h;
+	uint8_t k[64];
+	uint64_t c = 0;
+	int v;
+
+	assert_int_equal(store_hset_new(p, batch, &h), 0);
+	keyof(k, 0, len);
+	assert_int_equal(store_hset_get(h, k, len, &v), 0);
+	assert_int_equal(store_hset_count(h, &c), 0);
+	assert_int_equal(c, 0);
+	for (uint32_t i = 0; i < n; i++) {
+		keyof(k, i, len);
+		assert_int_equal(store_hset_add(h, k, len, (int)(i % 1000)), 1);
+		if (i % 7 == 0)
+			assert_int_equal(store_hset_add(h, k, len, 5555), 0);
+	}
+	for (uint32_t i = 0; i < n + 100; i++) {
+		keyof(k, i, len);
+		v = -1;
+		if (i < n) {
+			assert_int_equal(store_hset_get(h, k, len, &v), 1);
+			assert_int_equal(v, (int)(i % 1000));
+		} else {
+			assert_int_equal(store_hset_get(h, k, len, &v), 0);
+			assert_int_equal(v, -1);
+		}
+		k[len - 1] ^= 1; /* a neighbour differing in the last byte */
+		if (len > 5)
+			assert_int_equal(store_hset_get(h, k, len, NULL), 0);
+	}
+	assert_int_equal(store_hset_count(h, &c), 0);
+	assert_int_equal(c, n);
+	/* a 64-byte key moves the set to its table; nothing is lost */
+	memset(k, 0x77, 64);
+	assert_int_equal(store_hset_add(h, k, 64, 9), 1);
+	assert_int_equal(store_hset_get(h, k, 64, &v), 1);
+	assert_int_equal(v, 9);
+	keyof(k, n / 2, len);
+	assert_int_equal(store_hset_get(h, k, len, &v), 1);
+	assert_int_equal(v, (int)((n / 2) % 1000));
+	assert_int_equal(store_hset_del(h, k, len), 1);
+	assert_int_equal(store_hset_get(h, k, len, NULL), 0);
+	assert_int_equal(store_hset_del(h, k, len), 0);
+	assert_int_equal(store_hset_add(h, k, len, 3), 1);
+	assert_int_equal(store_hset_count(h, &c), 0);
+	assert_int_equal(c, (uint64_t)n + 1);
+	store_hset_free(h);
+}
+
+static void test_hset(void **state)
+{
+	char dir[] = "/tmp/ferry-unit-keep.XXXXXX", path[600];
+	struct store_propset props[] = {{"compression", "lz4"}};
+	struct store_pool *p;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/home", dir);
+	setenv("FERRY_HOME", path, 1);
+	snprintf(path, sizeof path, "%s/tank", dir);
+	assert_int_equal(store_pool_create("tank", path, props, 1), 0);
+	assert_int_equal(store_pool_open("tank", 0, &p), 0);
+	hset_round(p, 10, 33, 0);
+	hset_round(p, 3000, 41, 1);
+	/* past the in-memory bound: the set spills to its table midway */
+	hset_round(p, 60000, 33, 1);
+	hset_round(p, 50, 47, 0);
+	store_pool_close(p);
+	snprintf(path, sizeof path, "rm -rf '%s'", dir);
+	assert_int_equal(system(path), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_crc32c_known),
 		cmocka_unit_test(test_crc32c_fast_equals_table),
 		cmocka_unit_test(test_v2_chain),
+		cmocka_unit_test(test_hset),
 	};
 	if (ferry_lib_init() < 0)
 		return 1;
