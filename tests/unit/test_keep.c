@@ -4,7 +4,8 @@
  * byte for byte against the encoder, fed to the decoder in every chunk
  * size, and a bit flip in WRITE data caught at its record; and the key
  * sets in memory (store_hset) against a reference, across the spill to
- * their table. */
+ * their table; and the strict gzip decoder (zlib's raw inflate, header and
+ * Adler-32 checked by ferry) against zlib's uncompress(). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,7 +16,10 @@
 
 #include <cmocka.h>
 
+#include <zlib.h>
+
 #include "lib/lib.h"
+#include "store/codec.h"
 #include "store/store.h"
 #include "stream/stream.h"
 
@@ -304,6 +308,82 @@ static void test_hset(void **state)
 	assert_int_equal(system(path), 0);
 }
 
+/* ---- the strict gzip decoder ------------------------------------------------ */
+
+/* strict(p) == uncompress(p): same verdict, same bytes. */
+static void same_as_zlib(const uint8_t *z, size_t zn, size_t lsize, const char *why)
+{
+	uint8_t *a = malloc(lsize + 1), *b = malloc(lsize + 1);
+	uLongf bl = lsize + 1;
+	uLong sl = zn;
+	int zr, rs;
+
+	assert_non_null(a);
+	assert_non_null(b);
+	rs = codec_decode_strict((struct codec_spec){CODEC_GZIP, 6}, z, zn, a, lsize);
+	zr = uncompress2(b, &bl, z, &sl);
+	if ((rs == 0) != (zr == Z_OK && bl == lsize && sl == zn))
+		fail_msg("%s: strict %d, zlib %d (%lu of %zu out, %lu of %zu in)", why, rs, zr,
+			 (unsigned long)bl, lsize, (unsigned long)sl, zn);
+	if (rs == 0)
+		assert_memory_equal(a, b, lsize);
+	free(a);
+	free(b);
+}
+
+static void test_strict_gzip(void **state)
+{
+	size_t n = 100000;
+	uint8_t *d = malloc(n), *z = malloc(compressBound(n) + 16);
+	uLongf zn;
+
+	(void)state;
+	assert_non_null(d);
+	assert_non_null(z);
+	for (size_t i = 0; i < n; i++)
+		d[i] = (uint8_t)("ferry keeps blocks "[i % 19] + (i / 4096) % 3);
+	for (int lv = 1; lv <= 9; lv++) {
+		zn = compressBound(n);
+		assert_int_equal(compress2(z, &zn, d, n, lv), Z_OK);
+		same_as_zlib(z, zn, n, "zlib's own stream");
+		same_as_zlib(z, zn, n - 1, "lsize one short");
+		same_as_zlib(z, zn - 1, n, "Adler-32 cut");
+		same_as_zlib(z, zn - 4, n, "no Adler-32");
+		z[zn] = 0;
+		same_as_zlib(z, zn + 1, n, "a stray byte");
+		z[zn - 1] ^= 0x01;
+		same_as_zlib(z, zn, n, "wrong Adler-32");
+		z[zn - 1] ^= 0x01;
+		z[1] ^= 0x01;
+		same_as_zlib(z, zn, n, "header check");
+		z[1] ^= 0x01;
+		z[0] = (uint8_t)((z[0] & 0xf0) | 7); /* method 7 */
+		z[1] = (uint8_t)(z[1] & 0xe0);
+		z[1] = (uint8_t)(z[1] + (31 - ((z[0] << 8) | z[1]) % 31) % 31);
+		same_as_zlib(z, zn, n, "compression method");
+		z[0] = 0x88; /* window 2^16 */
+		z[1] = (uint8_t)((31 - ((0x88 << 8) % 31)) % 31);
+		same_as_zlib(z, zn, n, "window size");
+		z[0] = 0x78;
+		z[1] = 0x20; /* FDICT */
+		z[1] = (uint8_t)(z[1] + (31 - ((0x78 << 8) | 0x20) % 31) % 31);
+		same_as_zlib(z, zn, n, "preset dictionary");
+		z[0] = 0x18; /* a 512-byte window, as zlib writes it for small inputs */
+		z[1] = (uint8_t)((31 - ((0x18 << 8) % 31)) % 31);
+		same_as_zlib(z, zn, n, "a smaller window, far distances");
+		for (size_t k = 2; k < 200; k += 13) { /* damage in the deflate data */
+			zn = compressBound(n);
+			assert_int_equal(compress2(z, &zn, d, n, lv), Z_OK);
+			z[k] ^= (uint8_t)(1u << (k % 8));
+			same_as_zlib(z, zn, n, "a flipped bit");
+		}
+	}
+	same_as_zlib(z, 1, n, "one byte");
+	same_as_zlib(z, 0, n, "empty");
+	free(d);
+	free(z);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -311,6 +391,7 @@ int main(void)
 		cmocka_unit_test(test_crc32c_fast_equals_table),
 		cmocka_unit_test(test_v2_chain),
 		cmocka_unit_test(test_hset),
+		cmocka_unit_test(test_strict_gzip),
 	};
 	if (ferry_lib_init() < 0)
 		return 1;
