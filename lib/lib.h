@@ -156,6 +156,15 @@ int ferry_memcmp_ct(const void *a, const void *b, size_t n);
 void ferry_random(void *p, size_t n);
 uint64_t ferry_random_guid(void);
 
+/* ---- CRC-32C (crc32c.c) --------------------------------------------------
+ * The Castagnoli CRC of iSCSI and ext4 (reflected, initial value and final
+ * xor 0xFFFFFFFF): crc32c_update(0, "123456789", 9) is 0xE3069283. Pass the
+ * previous result to continue over more bytes. Not cryptographic: used
+ * only where a BLAKE2b hash already binds the content. _portable is the
+ * table-driven code the fast path must match (for tests). Thread-safe. */
+uint32_t crc32c_update(uint32_t crc, const void *p, size_t n);
+uint32_t crc32c_update_portable(uint32_t crc, const void *p, size_t n);
+
 /* ---- fault injection (test builds) ---------------------------------------
  * Every write, sync, rename, unlink, create and (through an interposed
  * malloc) allocation of ferry's passes io_fault() first. In a build with

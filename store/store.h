@@ -898,10 +898,15 @@ int store_gc_run(struct store_pool *p, const struct store_gc_opts *o,
 		 struct store_gc_stats *st) FERRY_WUR;
 
 /* ---- transfer helpers for send/ and recv/ (xfer.c) ---------------------------
- * A key set: a TEMP table of the pool's connection (memory stays bounded,
- * SQLite spills to a temp file), keys up to 64 bytes with a small value.
- * batch: group inserts in transactions of our own; only when no writer is
- * open on p (a sender). Not thread-safe; lives while p is open. */
+ * A key set, keys up to 64 bytes with a small value: in memory (at most
+ * 3.4 MB) while it holds fewer than 49,152 keys of at most 47 bytes, then
+ * for good a TEMP table of the pool's connection (memory stays bounded,
+ * SQLite spills to a temp file) with a 1 MiB filter in front. So a set is
+ * not transactional: what was added stays until deleted, whatever happens
+ * to the connection's transactions (callers drop a set after a failure).
+ * batch: group the table's inserts in transactions of our own; only when
+ * no writer is open on p (a sender). Not thread-safe; lives while p is
+ * open. */
 struct store_hset;
 int store_hset_new(struct store_pool *p, int batch, struct store_hset **out) FERRY_WUR;
 void store_hset_free(struct store_hset *s); /* NULL is a no-op */

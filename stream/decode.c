@@ -2,7 +2,9 @@
  * size. It keeps at most one payload (bounded by the header check, done
  * before anything is allocated) and the parsed copy of the last BEGIN or
  * DATASET. The running hash of a record absorbs bytes as they arrive, so
- * skippable records are verified without being buffered. */
+ * skippable records are verified without being buffered; in version 2 the
+ * data of a WRITE or NODE goes through CRC-32C instead (stream_chain_prefix).
+ * The first record, always buffered, is chained once its version is known. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +32,9 @@ struct stream_decoder {
 	struct fbuf pay;
 	struct fbuf aux;
 	struct hash_state h;            /* S(i-1) || header || payload so far */
+	size_t pfx;                     /* payload bytes hashed as they are */
+	uint32_t crc;                   /* CRC-32C of the payload past pfx */
+	unsigned version;               /* of record 0; 0 until it is in */
 	uint8_t chain[FERRY_HASH_LEN];  /* S(i-1) */
 	uint64_t index;                 /* of the record in progress */
 	uint64_t offset;                /* of its header */
@@ -52,7 +57,6 @@ int stream_decoder_new(struct stream_decoder **out)
 	d->verify = STREAM_VERIFY_NODES | STREAM_VERIFY_BLOCKS;
 	fbuf_init(&d->pay, STREAM_PAYLOAD_MAX);
 	fbuf_init(&d->aux, AUX_MAX);
-	stream_chain_iv(d->chain);
 	stream_grammar_init(&d->g);
 	*out = d;
 	return 0;
@@ -130,9 +134,13 @@ static int on_header(struct stream_decoder *d)
 	c = ctx(d);
 	if ((r = stream_check_header(&c, d->type, get_le16(d->hdr + 2), d->len, &d->skip)) < 0)
 		return r;
-	hash_init(&d->h);
-	hash_update(&d->h, d->chain, FERRY_HASH_LEN);
-	hash_update(&d->h, d->hdr, STREAM_HDR_LEN);
+	if (d->index > 0) { /* record 0 is chained in on_record */
+		hash_init(&d->h);
+		hash_update(&d->h, d->chain, FERRY_HASH_LEN);
+		hash_update(&d->h, d->hdr, STREAM_HDR_LEN);
+	}
+	d->pfx = stream_chain_prefix(d->version, d->type);
+	d->crc = 0;
 	fbuf_reset(&d->pay);
 	d->pay_have = 0;
 	d->trl_have = 0;
@@ -149,15 +157,29 @@ static int on_record(struct stream_decoder *d, struct stream_record *rec)
 	const uint8_t *digest = NULL;
 	int r;
 
-	hash_final(&d->h, s);
-	if (d->index == 0 && (r = stream_check_first(&c, d->pay.data, d->pay.len)) < 0)
-		return r;
+	if (d->index == 0) {
+		if ((r = stream_check_first(&c, d->pay.data, d->pay.len)) < 0)
+			return r;
+		d->version = get_le16(d->pay.data + 8);
+		stream_chain_iv(d->version, d->chain);
+		stream_chain_record(d->version, d->chain, d->hdr, d->pay.data, d->len, s);
+	} else {
+		if (d->pfx < d->len) {
+			uint8_t crc[4];
+			put_le32(crc, d->crc);
+			hash_update(&d->h, crc, sizeof(crc));
+		}
+		hash_final(&d->h, s);
+	}
 	if (memcmp(s, d->trl, STREAM_TRAILER_LEN) != 0)
 		return vfail(&c, 0, "trailer mismatch: the record is damaged, out of order, "
 			     "or from another stream");
 	if (!d->skip) {
 		if ((r = stream_parse(&c, d->pay.data, d->len, d->verify, &d->aux, rec)) < 0)
 			return r;
+		if (rec->type == STREAM_BEGIN && rec->begin.version != d->version)
+			return vfail(&c, 0, "format version %u inside a version %u stream",
+				     (unsigned)rec->begin.version, d->version);
 		if ((r = stream_grammar_step(&d->g, &c, rec)) < 0)
 			return r;
 		if (rec->type == STREAM_END)
@@ -206,7 +228,17 @@ int stream_decoder_feed(struct stream_decoder *d, const void *in, size_t n, size
 			take = d->len - d->pay_have;
 			if (take > n - i)
 				take = n - i;
-			hash_update(&d->h, p + i, take);
+			if (d->index == 0) {
+				/* buffered whole: chained in on_record */
+			} else if (d->pay_have >= d->pfx) {
+				d->crc = crc32c_update(d->crc, p + i, take);
+			} else if (take <= d->pfx - d->pay_have) {
+				hash_update(&d->h, p + i, take);
+			} else {
+				size_t a = d->pfx - d->pay_have;
+				hash_update(&d->h, p + i, a);
+				d->crc = crc32c_update(d->crc, p + i + a, take - a);
+			}
 			if (!d->skip && (r = fbuf_append(&d->pay, p + i, take)) < 0)
 				goto out;
 			d->pay_have += take;

@@ -11,6 +11,7 @@
 
 struct stream_encoder {
 	unsigned flags;
+	unsigned version;              /* written in record 0; 0 before it */
 	uint8_t chain[FERRY_HASH_LEN]; /* S(i-1) */
 	uint64_t index;
 	uint64_t offset;
@@ -27,12 +28,11 @@ int stream_encoder_new(struct stream_encoder **out, unsigned flags)
 {
 	struct stream_encoder *e;
 
-	if (flags & ~(unsigned)STREAM_ENC_UNCHECKED)
+	if (flags & ~(unsigned)(STREAM_ENC_UNCHECKED | STREAM_ENC_V1))
 		return ferry_err(FERR_INVAL, "stream encoder: unknown flags 0x%x", flags);
 	if (!(e = calloc(1, sizeof(*e))))
 		return ferry_err(FERR_NOMEM, "stream encoder: out of memory");
 	e->flags = flags;
-	stream_chain_iv(e->chain);
 	stream_grammar_init(&e->g);
 	fbuf_init(&e->aux, AUX_MAX);
 	*out = e;
@@ -91,8 +91,8 @@ static int finish(struct stream_encoder *e, uint16_t type, uint16_t hflags, stru
 	struct vctx c = {.index = e->index, .type = type, .bad = FERR_INVAL};
 	struct stream_grammar g = e->g;
 	struct stream_record rec;
-	struct hash_state hs;
-	uint8_t s[FERRY_HASH_LEN];
+	uint8_t s[FERRY_HASH_LEN], prev[FERRY_HASH_LEN];
+	unsigned version;
 	size_t len = out->len - at - STREAM_HDR_LEN;
 	uint8_t *hdr;
 	int r, skip = 0;
@@ -119,14 +119,21 @@ static int finish(struct stream_encoder *e, uint16_t type, uint16_t hflags, stru
 	if ((r = fbuf_reserve(out, STREAM_TRAILER_LEN)) < 0)
 		goto out;
 	hdr = out->data + at; /* reserve may have moved the buffer */
-	hash_init(&hs);
-	hash_update(&hs, e->chain, FERRY_HASH_LEN);
-	hash_update(&hs, hdr, STREAM_HDR_LEN + len);
-	hash_final(&hs, s);
+	if (e->index == 0) {
+		/* the chain's rules are the first record's version's (an
+		 * unchecked encoder may write any bytes there) */
+		version = len >= 10 ? get_le16(hdr + STREAM_HDR_LEN + 8) : 0;
+		stream_chain_iv(version, prev);
+	} else {
+		version = e->version;
+		memcpy(prev, e->chain, FERRY_HASH_LEN);
+	}
+	stream_chain_record(version, prev, hdr, hdr + STREAM_HDR_LEN, len, s);
 	if ((r = fbuf_append(out, s, STREAM_TRAILER_LEN)) < 0)
 		goto out;
 
 	e->g = g;
+	e->version = version;
 	memcpy(e->chain, s, FERRY_HASH_LEN);
 	switch (type) {
 	case STREAM_BEGIN:
@@ -197,7 +204,9 @@ static int put_props(const struct stream_encoder *e, struct fbuf *out,
 static uint16_t version_of(const struct stream_encoder *e, uint16_t v)
 {
 	/* Unchecked encoders may write another version, for test vectors. */
-	return (!checked(e) && v) ? v : STREAM_VERSION;
+	if (!checked(e) && v)
+		return v;
+	return (e->flags & STREAM_ENC_V1) ? 1 : STREAM_VERSION;
 }
 
 /* ---- record sizes --------------------------------------------------------------

@@ -28,8 +28,9 @@
 
 #define BEGIN_MAGIC "FERRYSTM"
 #define PACKAGE_MAGIC "FERRYPKG"
-#define CHAIN_IV "ferry-stream-v1"
-/* Feature bits this implementation knows (none in version 1). */
+#define CHAIN_IV_V1 "ferry-stream-v1"
+#define CHAIN_IV_V2 "ferry-stream-v2"
+/* Feature bits this implementation knows (none in versions 1 and 2). */
 #define FEATURES_REQ_KNOWN ((uint64_t)0)
 
 /* Where a check happens, for the detail message, and which code a broken
@@ -93,8 +94,19 @@ int stream_grammar_step(struct stream_grammar *g, const struct vctx *c,
 /* 1 after the final END or PACKAGE_END. */
 int stream_grammar_done(const struct stream_grammar *g);
 
-/* S(-1). */
-void stream_chain_iv(uint8_t out[FERRY_HASH_LEN]);
+/* S(-1) of a stream of this version (any version but 2 gets version 1's:
+ * only an unchecked encoder writes another, and readers refuse it before
+ * its trailer). */
+void stream_chain_iv(unsigned version, uint8_t out[FERRY_HASH_LEN]);
+/* How many payload bytes of a record of this type go into the chain as
+ * they are; the rest enter as the CRC-32C of those bytes (4 bytes, LE).
+ * Version 2's WRITE and NODE: their fixed part, which holds the hash that
+ * names the rest. Everything else: SIZE_MAX (the whole payload). */
+size_t stream_chain_prefix(unsigned version, uint16_t type);
+/* S(i) from S(i-1), a record's 8 header bytes and its len payload bytes. */
+void stream_chain_record(unsigned version, const uint8_t prev[FERRY_HASH_LEN],
+			 const uint8_t *hdr, const uint8_t *payload, size_t len,
+			 uint8_t out[FERRY_HASH_LEN]);
 
 /* Name rules shared with resume tokens; 0 or -1 with a reason in why. */
 int stream_name_dataset(const uint8_t *p, size_t n, char *why, size_t wn);

@@ -26,7 +26,10 @@
 #include "../lib/lib.h"
 
 /* ---- format constants (docs/ferry-stream.5, LIMITS) -------------------- */
-#define STREAM_VERSION 1
+/* Version written; a reader takes STREAM_VERSION_MIN..STREAM_VERSION. They
+ * differ only in the chain (docs/ferry-stream.5, The chain). */
+#define STREAM_VERSION 2
+#define STREAM_VERSION_MIN 1
 #define STREAM_HDR_LEN 8
 #define STREAM_TRAILER_LEN 16
 #define STREAM_NODE_MAX (4u << 20)       /* node bytes */
@@ -109,7 +112,7 @@ struct stream_prop {
 };
 
 struct stream_begin {
-	uint16_t version; /* decoded: always STREAM_VERSION; ignored when encoding */
+	uint16_t version; /* decoded: 1 or 2, the stream's; ignored when encoding */
 	uint32_t flags;   /* enum stream_flags */
 	uint64_t features_req;
 	uint64_t features_opt;
@@ -243,6 +246,10 @@ enum stream_enc_flags {
 	 * field and grammar check (the chain stays correct) and enables
 	 * stream_encode_raw. Never used to send. */
 	STREAM_ENC_UNCHECKED = 1 << 0,
+	/* Writes format version 1 (the chain hashes every payload byte),
+	 * which readers from before version 2 take: golden vectors and
+	 * tests of the old format. */
+	STREAM_ENC_V1 = 1 << 1,
 };
 
 /* Creates an encoder; *out is written only on success. Free with
@@ -251,7 +258,7 @@ int stream_encoder_new(struct stream_encoder **out, unsigned flags) FERRY_WUR;
 void stream_encoder_free(struct stream_encoder *e);
 
 /* Writes a BEGIN. b's strings and props are read during the call only. The
- * version is always STREAM_VERSION; feature bits must be 0 in version 1. */
+ * version is STREAM_VERSION (1 with STREAM_ENC_V1); feature bits must be 0. */
 int stream_encode_begin(struct stream_encoder *e, const struct stream_begin *b,
 			struct fbuf *out) FERRY_WUR;
 /* Writes a NODE of the given type; the encoder computes its hash. */

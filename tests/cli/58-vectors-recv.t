@@ -1,5 +1,5 @@
 #!/bin/sh
-# The good stream vectors are not only dumped (50-dump.t): each one is
+# The good stream vectors (versions 1 and 2) are not only dumped (50-dump.t): each one is
 # received as a user would (an incremental after its base, a package with
 # -d, the resumed stream after the part its token says was received) and
 # every snapshot it brings restores to exactly the tree (or the volume's
@@ -63,7 +63,7 @@ recv_ok() {
 	is "$rc:$(cat "$T/err")" "0:" "$_d"
 }
 
-for v in full compressed volume-props optional-feature skippable hint; do
+for v in full compressed volume-props optional-feature skippable hint v2-full v2-compressed; do
 	recv_ok "$v: received" "bk/$v" <"$V/$v.stream"
 	check "$v" "bk/$v"
 done
@@ -74,6 +74,15 @@ check incremental bk/inc
 recv_ok "empty-incremental: received onto incremental's @tue" bk/inc <"$V/empty-incremental.stream"
 check empty-incremental bk/inc
 check full bk/inc
+
+# version 2 (the chain takes WRITE and NODE data by CRC-32C): an
+# incremental onto its full, and a package
+ferry recv bk/inc2 <"$V/v2-full.stream"
+recv_ok "v2-incremental: received onto v2-full's @mon" bk/inc2 <"$V/v2-incremental.stream"
+check v2-incremental bk/inc2
+ferry create bk/pkg2
+recv_ok "v2-package: received with -d" -d bk/pkg2 <"$V/v2-package.stream"
+check v2-package bk/pkg2
 
 ferry create bk/pkg
 recv_ok "package: received with -d" -d bk/pkg <"$V/package.stream"
@@ -97,9 +106,11 @@ check resumed bk/res
 # after gc (which must keep all of it), every snapshot still restores so
 run ferry gc bk
 is "$rc:$(cat "$T/err")" "0:" "gc after the receives"
-for v in full compressed volume-props optional-feature skippable hint; do
+for v in full compressed volume-props optional-feature skippable hint v2-full v2-compressed; do
 	check "$v" "bk/$v"
 done
+check v2-incremental bk/inc2
+check v2-package bk/pkg2
 check empty-incremental bk/inc
 check package bk/pkg
 check package-hint bk/pkgh

@@ -5,7 +5,9 @@
  * is a payload P.
  *  mode 0: P is decoded as a block of lsize N mod (1 MiB + 1): must return
  *     0 or -FERR_CORRUPT and stay in bounds; gzip blocks that decode must
- *     decode the same through zlib (differential check).
+ *     decode the same through zlib (differential check), and the strict
+ *     decoder (recv's, for kept blocks) accepts exactly what zlib's
+ *     inflate() of the whole zlib stream accepts, with the same output.
  *  mode 1: P is encoded, then byte N>>8 of the encoding (mod its size) is
  *     xored with N&255 (or 1), and decoded with lsize |P|-1, |P|, |P|+1:
  *     random bytes rarely get past a header, damaged real blocks do.
@@ -41,9 +43,10 @@ static int zlib_lenient(const char *msg)
 
 /* Differential check of the libdeflate decoder against zlib. ours is our
  * output, or NULL when we refused the block. zlib must agree, but for the
- * leniencies above. */
+ * leniencies above. strict_rc is codec_decode_strict's result (1: not
+ * run) and strict its output: it must agree with zlib exactly. */
 static void check_zlib(const uint8_t *p, size_t psize, size_t lsize,
-		       const uint8_t *ours)
+		       const uint8_t *ours, int strict_rc, const uint8_t *strict)
 {
 	uint8_t *ref = malloc(lsize + 1);
 	z_stream zs;
@@ -62,6 +65,13 @@ static void check_zlib(const uint8_t *p, size_t psize, size_t lsize,
 	zs.avail_out = (uInt)(lsize + 1); /* room for one byte too many */
 	zr = inflate(&zs, Z_FINISH);
 	zok = zr == Z_STREAM_END && zs.total_out == lsize && zs.total_in == psize;
+	if (strict_rc != 1) {
+		/* codec_decode_strict must be zlib, to the byte */
+		if ((strict_rc == 0) != zok)
+			abort();
+		if (zok && lsize && memcmp(ref, strict, lsize) != 0)
+			abort();
+	}
 	if (ours && !zok) {
 		if (!(zr == Z_DATA_ERROR && zlib_lenient(zs.msg)))
 			abort();
@@ -86,18 +96,19 @@ static void check_decode(struct codec_spec c, const uint8_t *p, size_t psize,
 	r = codec_decode(c, p, psize, out, lsize);
 	if (r != 0 && r != -FERR_CORRUPT)
 		abort();
-	if (c.id == CODEC_GZIP)
-		check_zlib(p, psize, lsize, r == 0 ? out : NULL);
 	/* The strict decoder accepts a subset, with the same output. */
 	uint8_t *strict = malloc(lsize ? lsize : 1);
+	int rs = 1;
 	if (strict) {
-		int rs = codec_decode_strict(c, p, psize, strict, lsize);
+		rs = codec_decode_strict(c, p, psize, strict, lsize);
 		if (rs != 0 && rs != -FERR_CORRUPT)
 			abort();
 		if (rs == 0 && (r != 0 || (lsize && memcmp(strict, out, lsize) != 0)))
 			abort();
-		free(strict);
 	}
+	if (c.id == CODEC_GZIP)
+		check_zlib(p, psize, lsize, r == 0 ? out : NULL, rs, strict);
+	free(strict);
 	free(out);
 }
 

@@ -68,6 +68,19 @@ static size_t touch(const struct stream_record *rec)
 }
 
 /* Re-encodes rec; returns 0 when the bytes may be compared. */
+/* The encoder writes the format version of the stream it re-encodes:
+ * made again for version 1 when the first record says so. */
+static void match_version(struct stream_encoder **e, const struct stream_record *rec)
+{
+	unsigned v = rec->type == STREAM_BEGIN ? rec->begin.version
+		     : rec->type == STREAM_PACKAGE ? rec->package.version : 0;
+	if (rec->index != 0 || v != 1)
+		return;
+	stream_encoder_free(*e);
+	if (stream_encoder_new(e, STREAM_ENC_V1) < 0)
+		abort();
+}
+
 static int reencode(struct stream_encoder *e, const struct stream_record *rec, struct fbuf *out)
 {
 	struct stream_record copy = *rec;
@@ -174,6 +187,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		stream_source_mem_init(&src, in, size, 1 + next(&x) % maxchunk);
 		while ((r = stream_decoder_pull(d, &src.base, &rec)) == 1) {
 			touch(&rec);
+			match_version(&e, &rec);
 			if (reencode(e, &rec, &re) < 0)
 				exact = 0;
 			if (stream_decoder_footprint(d) > STREAM_DECODER_MEM_MAX)
@@ -191,6 +205,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				done += used;
 				if (r == 1) {
 					touch(&rec);
+					match_version(&e, &rec);
 					if (reencode(e, &rec, &re) < 0)
 						exact = 0;
 				}

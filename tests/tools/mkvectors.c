@@ -31,6 +31,9 @@
 #define MAXREC 64
 
 static const char *outdir = "tests/vectors";
+/* The vectors that predate format version 2 stay version 1, byte for byte
+ * (readers must keep taking them); v2_vectors() clears this. */
+static unsigned vflags = STREAM_ENC_V1;
 static FILE *classes;
 
 static void die(int r, const char *what)
@@ -578,7 +581,7 @@ static void stream_mon(struct fbuf *out, unsigned encflags, const struct stream_
 {
 	struct stream_encoder *e;
 
-	CHECK(stream_encoder_new(&e, encflags));
+	CHECK(stream_encoder_new(&e, vflags | encflags));
 	CHECK(stream_encode_begin(e, b, out));
 	body_mon(e, out, 0);
 	CHECK(stream_encode_end(e, out));
@@ -629,7 +632,7 @@ static void emit(const struct recs *in, struct fbuf *out)
 {
 	struct stream_encoder *e;
 
-	CHECK(stream_encoder_new(&e, STREAM_ENC_UNCHECKED));
+	CHECK(stream_encoder_new(&e, vflags | STREAM_ENC_UNCHECKED));
 	for (size_t i = 0; i < in->n; i++) {
 		const struct rec *r = &in->r[i];
 		if (r->type == STREAM_END && !r->keep)
@@ -671,6 +674,55 @@ static void badbuf(const char *name, const struct fbuf *s, const char *cls, cons
 
 /* ---- the good vectors ------------------------------------------------- */
 
+/* package (send -R): tank/home@mon, @tue, tank/home/sub@tue, into s (reset
+ * first), written as good/NAME */
+static void good_package(const char *name, struct fbuf *s)
+{
+	struct stream_encoder *e;
+	struct stream_begin b;
+	const struct stream_prop hp[] = {{"compression", "lz4", STREAM_SRC_LOCAL}};
+	const struct stream_snap hs[] = {{G_MON, 42, T_MON, "mon"}, {G_TUE, 57, T_TUE, "tue"}};
+	const struct stream_snap ss[] = {{G_SUB, 57, T_TUE, "tue"}};
+	const struct stream_dataset dsets[] = {
+		{0xa1, STREAM_DS_FILESYSTEM, "tank/home", hp, 1, hs, 2},
+		{0xa2, STREAM_DS_FILESYSTEM, "tank/home/sub", NULL, 0, ss, 1},
+	};
+	const uint32_t f = STREAM_F_REPLICATE | STREAM_F_PROPS;
+	/* as send -R writes it: TREE on the PACKAGE, not on the BEGINs */
+	struct stream_package k = {.flags = f | STREAM_F_TREE, .ndatasets = 2,
+				   .top = "tank/home", .to_snap = "tue", .from_snap = ""};
+
+	CHECK(stream_encoder_new(&e, vflags));
+	CHECK(stream_encode_package(e, &k, s));
+	CHECK(stream_encode_dataset(e, &dsets[0], s));
+	CHECK(stream_encode_dataset(e, &dsets[1], s));
+	b = begin_mon();
+	b.flags = f;
+	CHECK(stream_encode_begin(e, &b, s));
+	body_mon(e, s, 0);
+	CHECK(stream_encode_end(e, s));
+	b = begin_of("tank/home", "tue", G_TUE, G_MON, T_TUE, 57, &R1b);
+	b.flags = f;
+	CHECK(stream_encode_begin(e, &b, s));
+	body_tue(e, s);
+	CHECK(stream_encode_end(e, s));
+	b = begin_of("tank/home/sub", "tue", G_SUB, 0, T_TUE, 57, &R5);
+	b.flags = f;
+	CHECK(stream_encode_begin(e, &b, s));
+	put_write(e, &B5, s);
+	put_node(e, &L5, s);
+	put_node(e, &D5, s);
+	put_node(e, &R5, s);
+	CHECK(stream_encode_end(e, s));
+	CHECK(stream_encode_package_end(e, s));
+	stream_encoder_free(e);
+	good(name, s);
+	tree_mon(name, "/home@mon");
+	tree_tue(name, "/home@tue");
+	tree_line(name, "/home/sub@tue", "readme", &L5);
+}
+
+
 static void good_vectors(void)
 {
 	struct stream_encoder *e;
@@ -695,7 +747,7 @@ static void good_vectors(void)
 
 	/* incremental: mon -> tue, one block changed */
 	fbuf_init(&s, 1 << 20);
-	CHECK(stream_encoder_new(&e, 0));
+	CHECK(stream_encoder_new(&e, vflags));
 	b = begin_of("tank/home", "tue", G_TUE, G_MON, T_TUE, 57, &R1b);
 	CHECK(stream_encode_begin(e, &b, &s));
 	body_tue(e, &s);
@@ -707,7 +759,7 @@ static void good_vectors(void)
 
 	/* empty incremental: tue -> wed, nothing changed */
 	fbuf_init(&s, 1 << 20);
-	CHECK(stream_encoder_new(&e, 0));
+	CHECK(stream_encoder_new(&e, vflags));
 	b = begin_of("tank/home", "wed", G_WED, G_TUE, T_WED, 60, &R1b);
 	CHECK(stream_encode_begin(e, &b, &s));
 	CHECK(stream_encode_end(e, &s));
@@ -718,7 +770,7 @@ static void good_vectors(void)
 
 	/* compressed (send -c): lz4, gzip-7, zle and off blocks */
 	fbuf_init(&s, 1 << 20);
-	CHECK(stream_encoder_new(&e, 0));
+	CHECK(stream_encoder_new(&e, vflags));
 	b = begin_of("tank/data", "c1", G_CMP, 0, T_MON, 43, &RC);
 	b.flags = STREAM_F_COMPRESSED;
 	CHECK(stream_encode_begin(e, &b, &s));
@@ -745,7 +797,7 @@ static void good_vectors(void)
 			{"volsize", "1048576", STREAM_SRC_LOCAL},
 		};
 		fbuf_init(&s, 1 << 20);
-		CHECK(stream_encoder_new(&e, 0));
+		CHECK(stream_encoder_new(&e, vflags));
 		b = begin_of("tank/vol", "p1", G_VOL, 0, T_TUE, 58, &RV);
 		b.ds_type = STREAM_DS_VOLUME;
 		b.flags = STREAM_F_PROPS;
@@ -763,55 +815,13 @@ static void good_vectors(void)
 		fbuf_release(&s);
 	}
 
-	/* package (send -R): tank/home@mon, @tue, tank/home/sub@tue */
-	{
-		const struct stream_prop hp[] = {{"compression", "lz4", STREAM_SRC_LOCAL}};
-		const struct stream_snap hs[] = {{G_MON, 42, T_MON, "mon"}, {G_TUE, 57, T_TUE, "tue"}};
-		const struct stream_snap ss[] = {{G_SUB, 57, T_TUE, "tue"}};
-		const struct stream_dataset dsets[] = {
-			{0xa1, STREAM_DS_FILESYSTEM, "tank/home", hp, 1, hs, 2},
-			{0xa2, STREAM_DS_FILESYSTEM, "tank/home/sub", NULL, 0, ss, 1},
-		};
-		const uint32_t f = STREAM_F_REPLICATE | STREAM_F_PROPS;
-		/* as send -R writes it: TREE on the PACKAGE, not on the BEGINs */
-		struct stream_package k = {.flags = f | STREAM_F_TREE, .ndatasets = 2,
-					   .top = "tank/home", .to_snap = "tue", .from_snap = ""};
-
-		fbuf_init(&s, 1 << 20);
-		CHECK(stream_encoder_new(&e, 0));
-		CHECK(stream_encode_package(e, &k, &s));
-		CHECK(stream_encode_dataset(e, &dsets[0], &s));
-		CHECK(stream_encode_dataset(e, &dsets[1], &s));
-		b = begin_mon();
-		b.flags = f;
-		CHECK(stream_encode_begin(e, &b, &s));
-		body_mon(e, &s, 0);
-		CHECK(stream_encode_end(e, &s));
-		b = begin_of("tank/home", "tue", G_TUE, G_MON, T_TUE, 57, &R1b);
-		b.flags = f;
-		CHECK(stream_encode_begin(e, &b, &s));
-		body_tue(e, &s);
-		CHECK(stream_encode_end(e, &s));
-		b = begin_of("tank/home/sub", "tue", G_SUB, 0, T_TUE, 57, &R5);
-		b.flags = f;
-		CHECK(stream_encode_begin(e, &b, &s));
-		put_write(e, &B5, &s);
-		put_node(e, &L5, &s);
-		put_node(e, &D5, &s);
-		put_node(e, &R5, &s);
-		CHECK(stream_encode_end(e, &s));
-		CHECK(stream_encode_package_end(e, &s));
-		stream_encoder_free(e);
-		good("package", &s);
-		tree_mon("package", "/home@mon");
-		tree_tue("package", "/home@tue");
-		tree_line("package", "/home/sub@tue", "readme", &L5);
-		fbuf_release(&s);
-	}
+	fbuf_init(&s, 1 << 20);
+	good_package("package", &s);
+	fbuf_release(&s);
 
 	/* resumed: tank/home@mon after body records 1..3 were received */
 	fbuf_init(&s, 1 << 20);
-	CHECK(stream_encoder_new(&e, 0));
+	CHECK(stream_encoder_new(&e, vflags));
 	b = begin_mon();
 	b.flags = STREAM_F_RESUMED;
 	b.resume_pos = 3;
@@ -845,7 +855,7 @@ static void good_vectors(void)
 
 	/* skippable: a record of a future type that readers may skip */
 	fbuf_init(&s, 1 << 20);
-	CHECK(stream_encoder_new(&e, STREAM_ENC_UNCHECKED));
+	CHECK(stream_encoder_new(&e, vflags | STREAM_ENC_UNCHECKED));
 	b = begin_mon();
 	CHECK(stream_encode_begin(e, &b, &s));
 	put_write(e, &B1, &s);
@@ -961,7 +971,7 @@ static void bad_write(const char *name, uint32_t flags, const struct stream_writ
 
 	b.flags = flags;
 	fbuf_init(&s, 1 << 20);
-	CHECK(stream_encoder_new(&e, STREAM_ENC_UNCHECKED));
+	CHECK(stream_encoder_new(&e, vflags | STREAM_ENC_UNCHECKED));
 	CHECK(stream_encode_begin(e, &b, &s));
 	CHECK(stream_encode_write(e, w, &s));
 	body_mon(e, &s, 0);
@@ -1022,7 +1032,7 @@ static void build_package(struct fbuf *s, unsigned encflags, const struct pkgmod
 	struct stream_encoder *e;
 	struct stream_begin b;
 
-	CHECK(stream_encoder_new(&e, encflags));
+	CHECK(stream_encoder_new(&e, vflags | encflags));
 	CHECK(stream_encode_package(e, &k, s));
 	CHECK(stream_encode_dataset(e, &dsets[0], s));
 	CHECK(stream_encode_dataset(e, &dsets[1], s));
@@ -1205,8 +1215,8 @@ static void bad_vectors(void)
 	/* fields, with a correct chain around them */
 	patch("bad-magic", &r, 0, 7, 1, 'X', 0, "corrupt",
 	      "record 0 (BEGIN): not a ferry stream (bad magic)");
-	patch("bad-version", &r, 0, 8, 2, 2, 0, "unsupported",
-	      "record 0 (BEGIN): format version 2 (this reader supports 1)");
+	patch("bad-version", &r, 0, 8, 2, 3, 0, "unsupported",
+	      "record 0 (BEGIN): format version 3 (this reader supports 1 to 2)");
 	patch("unknown-feature", &r, 0, 16, 8, 0x10, 0, "unsupported",
 	      "record 0 (BEGIN): unknown required features 0x10");
 	patch("flags-unknown", &r, 0, 12, 4, 0x40, 0, "corrupt",
@@ -1371,7 +1381,7 @@ static void bad_vectors(void)
 
 	/* WRITE_BYREF fields */
 	fbuf_reset(&s);
-	CHECK(stream_encoder_new(&e, STREAM_ENC_UNCHECKED));
+	CHECK(stream_encoder_new(&e, vflags | STREAM_ENC_UNCHECKED));
 	b = begin_of("tank/home", "tue", G_TUE, G_MON, T_TUE, 57, &R1b);
 	CHECK(stream_encode_begin(e, &b, &s));
 	CHECK(stream_encode_byref(e, B2.hash, 0, &s));
@@ -1380,7 +1390,7 @@ static void bad_vectors(void)
 	stream_encoder_free(e);
 	badbuf("byref-lsize-zero", &s, "corrupt", "record 1 (WRITE_BYREF): lsize 0");
 	fbuf_reset(&s);
-	CHECK(stream_encoder_new(&e, STREAM_ENC_UNCHECKED));
+	CHECK(stream_encoder_new(&e, vflags | STREAM_ENC_UNCHECKED));
 	CHECK(stream_encode_begin(e, &b, &s));
 	CHECK(stream_encode_byref(e, B2.hash, 2u << 20, &s));
 	body_tue(e, &s);
@@ -1431,7 +1441,7 @@ static void bad_vectors(void)
 	patch("pkg-datasets-count", &ro, 0, 32, 4, 100000, 0, "limit",
 	      "record 0 (PACKAGE): dataset count 100000 exceeds maximum 65536");
 	patch("pkg-version", &ro, 0, 8, 2, 7, 0, "unsupported",
-	      "record 0 (PACKAGE): format version 7 (this reader supports 1)");
+	      "record 0 (PACKAGE): format version 7 (this reader supports 1 to 2)");
 	cut("pkg-truncated", &pkg, ro.r[25].off, "truncated",
 	    "stream truncated after record 24 (END): PACKAGE_END missing");
 	cut("pkg-truncated-sub", &pkg, ro.r[18].off, "truncated",
@@ -1663,6 +1673,98 @@ static void hint_bad(void)
 		 "record 4 (HINT): a HINT is only allowed as record 1");
 }
 
+/* ---- version 2 ------------------------------------------------------------ */
+
+/* Version 2 streams, whose chain takes the data of a WRITE or NODE by its
+ * CRC-32C, and what damage to them looks like. */
+static void v2_vectors(void)
+{
+	struct stream_encoder *e;
+	struct stream_begin b;
+	struct fbuf s;
+	struct recs r;
+	uint8_t *p;
+
+	vflags = 0;
+	fbuf_init(&s, 1 << 20);
+	b = begin_mon();
+	stream_mon(&s, 0, &b);
+	good("v2-full", &s);
+	tree_mon("v2-full", "@mon");
+	split(&s, &r);
+	/* record 1 is B1's WRITE (codec off), record 3 L1's NODE: a bit
+	 * flipped in their data is caught by the CRC, at the record */
+	flip("v2-flip-write-data", &s, r.r[1].off + STREAM_HDR_LEN + WRITE_FIXED_LEN + 5, 3,
+	     "corrupt", "record 1 (WRITE): trailer mismatch");
+	flip("v2-flip-write-hash", &s, r.r[1].off + STREAM_HDR_LEN + 3, 0, "corrupt",
+	     "record 1 (WRITE): trailer mismatch");
+	flip("v2-flip-node-bytes", &s, r.r[3].off + STREAM_HDR_LEN + 36 + 1, 6, "corrupt",
+	     "record 3 (NODE): trailer mismatch");
+	/* new data under a correct chain: the block's own hash refuses it */
+	patch_xor("v2-write-data-reframed", &r, 1, WRITE_FIXED_LEN + 5, 0x08, 0, "corrupt",
+		  "record 1 (WRITE): block hash does not match its content");
+	fbuf_release(&s);
+
+	/* a version 1 stream relabelled 2, its version 1 trailers kept */
+	fbuf_init(&s, 1 << 20);
+	vflags = STREAM_ENC_V1;
+	b = begin_mon();
+	stream_mon(&s, 0, &b);
+	vflags = 0;
+	if (!(p = malloc(s.len)))
+		die(-FERR_NOMEM, "v2");
+	memcpy(p, s.data, s.len);
+	p[STREAM_HDR_LEN + 8] = 2;
+	bad("v2-relabelled-v1", p, s.len, "corrupt", "record 0 (BEGIN): trailer mismatch");
+	free(p);
+	fbuf_release(&s);
+
+	/* incremental: mon -> tue, one block changed, one by reference */
+	fbuf_init(&s, 1 << 20);
+	CHECK(stream_encoder_new(&e, vflags));
+	b = begin_of("tank/home", "tue", G_TUE, G_MON, T_TUE, 57, &R1b);
+	CHECK(stream_encode_begin(e, &b, &s));
+	body_tue(e, &s);
+	CHECK(stream_encode_end(e, &s));
+	stream_encoder_free(e);
+	good("v2-incremental", &s);
+	tree_tue("v2-incremental", "@tue");
+	fbuf_release(&s);
+
+	/* compressed (send -c): lz4, gzip-7, zle and off blocks */
+	fbuf_init(&s, 1 << 20);
+	CHECK(stream_encoder_new(&e, vflags));
+	b = begin_of("tank/data", "c1", G_CMP, 0, T_MON, 43, &RC);
+	b.flags = STREAM_F_COMPRESSED;
+	CHECK(stream_encode_begin(e, &b, &s));
+	put_write(e, &C1, &s);
+	put_write(e, &C2, &s);
+	put_write(e, &C3, &s);
+	put_write(e, &C4, &s);
+	put_node(e, &LC, &s);
+	put_node(e, &DC, &s);
+	put_node(e, &RC, &s);
+	CHECK(stream_encode_end(e, &s));
+	stream_encoder_free(e);
+	good("v2-compressed", &s);
+	tree_line("v2-compressed", "@c1", "big.bin", &LC);
+	split(&s, &r);
+	/* record 2 is C2's gzip-7 payload: damage in transit is the CRC's */
+	flip("v2-flip-gzip-data", &s, r.r[2].off + STREAM_HDR_LEN + WRITE_FIXED_LEN + 9, 1,
+	     "corrupt", "record 2 (WRITE): trailer mismatch");
+	fbuf_release(&s);
+
+	/* a version 1 BEGIN inside a version 2 package (record 3: PACKAGE,
+	 * two DATASETs, then the first BEGIN), re-framed */
+	fbuf_init(&s, 1 << 20);
+	good_package("v2-package", &s);
+	split(&s, &r);
+	patch("v2-mixed-version", &r, 3, 8, 2, 1, 0, "corrupt",
+	      "record 3 (BEGIN): format version 1 inside a version 2 stream");
+	fbuf_release(&s);
+	vflags = STREAM_ENC_V1;
+}
+
 int main(int argc, char **argv)
 {
 	char path[512];
@@ -1687,6 +1789,7 @@ int main(int argc, char **argv)
 	write_trees();
 	bad_vectors();
 	hint_bad();
+	v2_vectors();
 	if (fclose(classes) != 0) {
 		perror(path);
 		return 1;
