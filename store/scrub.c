@@ -629,3 +629,32 @@ int store_scrub_users_iter(struct store_pool *p, store_scrub_user_fn fn, void *a
 	free(v);
 	return r;
 }
+
+/* ---- a replica's side of a repair over HTTP ---------------------------------- */
+
+int store_block_in_scope(struct store_pool *p, const struct store_ds *ds,
+			 const uint8_t hash[FERRY_HASH_LEN], uint32_t *lsize)
+{
+	sqlite3_stmt *st = NULL;
+	size_t pl = strlen(p->name);
+	/* the name inside the pool ('' for the root, which covers them all);
+	 * compared by prefix, not with LIKE, whose '_' would match any byte */
+	const char *rel = !strncmp(ds->name, p->name, pl) && ds->name[pl] == '/' ? ds->name + pl + 1 : "";
+	int r = cat_prepare(p, "SELECT b.lsize FROM blocks b JOIN snap_blocks sb ON sb.block_id = b.id"
+			    " JOIN snapshots s ON s.id = sb.snap_id JOIN datasets d ON d.id = s.ds_id"
+			    " WHERE b.hash = ?1 AND (?2 = '' OR d.name = ?2 OR"
+			    " substr(d.name, 1, length(?2) + 1) = ?2 || '/') LIMIT 1", &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_blob(st, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, rel, -1, SQLITE_STATIC);
+	int k = sqlite3_step(st);
+	if (k == SQLITE_ROW) {
+		*lsize = (uint32_t)sqlite3_column_int64(st, 0);
+		r = 1;
+	} else {
+		r = k == SQLITE_DONE ? 0 : cat_err(p, "looking up a block");
+	}
+	sqlite3_finalize(st);
+	return r;
+}

@@ -1103,6 +1103,14 @@ typedef int (*store_scrub_user_fn)(void *arg, int64_t err_id, const char *snap,
 				   const char *path);
 int store_scrub_users_iter(struct store_pool *p, store_scrub_user_fn fn, void *arg) FERRY_WUR;
 
+/* For a replica that serves repairs (GET /v1/blocks, ferry-http.7): 1
+ * with the block's logical size when a snapshot of ds or of a dataset
+ * below it references block hash, else 0 (whether or not another
+ * snapshot of the pool does: a token scoped to ds learns nothing of the
+ * rest). */
+int store_block_in_scope(struct store_pool *p, const struct store_ds *ds,
+			 const uint8_t hash[FERRY_HASH_LEN], uint32_t *lsize) FERRY_WUR;
+
 /* Repair (scrub --repair-from): good copies of damaged blocks go into a
  * new pack, fsynced with packs/ before one transaction points the index
  * rows at them, drops their log rows and the rows of packs left with no
