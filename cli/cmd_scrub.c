@@ -470,7 +470,7 @@ int cmd_scrub(int argc, char **argv)
 		if (url) {
 			struct http_src hs = {nc, url_ds, {0}};
 			struct scrub_source src = {http_block, http_node, &hs};
-			fbuf_init(&hs.path, 2 * STORE_NAME_MAX + 128);
+			fbuf_init(&hs.path, 3 * STORE_NAME_MAX + 128); /* each byte of the name may take 3 */
 			r = scrub_repair_from(p, &src, &rr);
 			fbuf_release(&hs.path);
 		} else {
