@@ -8,9 +8,13 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
+#include "../net/net.h"
 #include "../scrub/scrub.h"
 #include "../store/store.h"
 #include "cli.h"
+#include "http.h"
 
 /* zpool's secs_to_dhms: "00:00:05", "2 days 01:00:00" */
 static void fmt_dhms(uint64_t ns, char *buf, size_t n)
@@ -299,6 +303,76 @@ int cli_scrub_damaged(struct store_pool *p)
 	return r < 0 ? r : st.errors > 0;
 }
 
+/* ---- --repair-from URL: a replica behind ferry serve -------------------------------------- */
+
+/* GET /v1/blocks/DATASET?hash= and /v1/nodes/ (docs/ferry-http.7): 404
+ * is "not held" (the damage stays reported); any other refusal (401, 403,
+ * 400, 5xx) or a transport failure ends the repair, nothing of it
+ * committed. What comes back is not trusted: scrub_repair_from checks
+ * it against the hash. */
+struct http_src {
+	struct net_client *c;
+	const char *ds;       /* the dataset on the server the URL names */
+	struct fbuf path;
+};
+
+static int http_get(struct http_src *h, const char *what, const uint8_t hash[FERRY_HASH_LEN],
+		    struct fbuf *out)
+{
+	char hex[FERRY_HASH_HEX];
+	long status = 0;
+	int r;
+	hash_to_hex(hash, hex);
+	fbuf_reset(&h->path);
+	if ((r = fbuf_printf(&h->path, "/v1/%s/", what)) < 0 || (r = net_pct_encode(&h->path, h->ds)) < 0 ||
+	    (r = fbuf_printf(&h->path, "?hash=%s", hex)) < 0 || (r = fbuf_putc(&h->path, 0)) < 0)
+		return r;
+	if ((r = net_client_request(h->c, "GET", (const char *)h->path.data, NULL, NULL, NULL, NULL,
+				    out, &status)) < 0)
+		return r;
+	if (status == 200)
+		return 0;
+	if (status == 404) {
+		fbuf_reset(out);
+		return 1;
+	}
+	char msg[600];
+	json_error_t je;
+	json_t *j = out->len ? json_loadb((const char *)out->data, out->len, 0, &je) : NULL;
+	http_answer_msg(status, j, msg, sizeof msg);
+	json_decref(j);
+	fbuf_reset(out);
+	return ferry_err(status == 401 || status == 403 ? FERR_PERM : FERR_IO, "%s", msg);
+}
+
+static int http_block(void *arg, const uint8_t hash[FERRY_HASH_LEN], struct codec_spec prefer,
+		      struct codec_spec *codec, uint32_t *lsize, struct fbuf *out)
+{
+	int r = http_get(arg, "blocks", hash, out);
+	if (r != 0)
+		return r;
+	/* the logical bytes: the repair encodes them as the damaged copy was */
+	codec->id = CODEC_OFF;
+	codec->level = 0;
+	*lsize = (uint32_t)out->len;
+	return 0;
+}
+
+static int http_node(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, struct fbuf *out)
+{
+	int r = http_get(arg, "nodes", hash, out);
+	if (r != 0)
+		return r;
+	if (out->len < 1) {
+		*type = 0; /* refused as not matching its hash */
+		return 0;
+	}
+	*type = out->data[0];
+	memmove(out->data, out->data + 1, out->len - 1);
+	out->len--;
+	return 0;
+}
+
 /* ---- ferry scrub ---------------------------------------------------------------------- */
 
 static void meter_cb(void *arg, uint64_t done, uint64_t total)
@@ -313,12 +387,24 @@ int cmd_scrub(int argc, char **argv)
 	static const struct option lo[] = {{"json", no_argument, NULL, 'j'},
 					   {"repair-from", required_argument, NULL, 'R'},
 					   {"limit-rate", required_argument, NULL, 'L'},
+					   {"token-file", required_argument, NULL, HTTP_OPT_TOKEN_FILE},
+					   {"cacert", required_argument, NULL, HTTP_OPT_CACERT},
+					   {"timeout", required_argument, NULL, HTTP_OPT_TIMEOUT},
 					   {NULL, 0, NULL, 0}};
+	struct http_conn_opts co;
+	struct net_client *nc = NULL;
+	char url_ds[STORE_NAME_MAX + 1];
 	int c, r, verbose = 0, json = 0, stop = 0, quiet = 0, rc;
 	const char *from = NULL;
 	uint64_t rate = 0;
+	memset(&co, 0, sizeof co);
 	optind = 1;
 	while ((c = cli_getopt(argc, argv, "scrub", "vsq", lo)) != -1) {
+		if (c == HTTP_OPT_TOKEN_FILE || c == HTTP_OPT_CACERT || c == HTTP_OPT_TIMEOUT) {
+			if (http_conn_opt(c, optarg, &co) < 0)
+				return EXIT_USAGE;
+			continue;
+		}
 		switch (c) {
 		case 'v': verbose = 1; break;
 		case 'j': json = 1; break;
@@ -333,9 +419,12 @@ int cmd_scrub(int argc, char **argv)
 		}
 	}
 	if (argc - optind != 1)
-		return cli_usage("usage: ferry scrub [-v] [-q] [--json] [--limit-rate RATE] [--repair-from POOL] POOL | ferry scrub -s POOL");
+		return cli_usage("usage: ferry scrub [-v] [-q] [--json] [--limit-rate RATE] [--repair-from POOL|URL [--token-file FILE] [--cacert FILE] [--timeout S]] POOL | ferry scrub -s POOL");
 	if (stop && (from || json || verbose || rate))
 		return cli_usage("-s takes no other option");
+	int url = from && net_is_url(from);
+	if (!url && (co.token_file || co.cacert || co.timeout))
+		return cli_usage("--token-file, --cacert and --timeout go with --repair-from URL");
 	const char *name = argv[optind];
 	if (from && !strcmp(from, name))
 		return cli_usage("--repair-from needs another pool than '%s'", name);
@@ -347,7 +436,18 @@ int cmd_scrub(int argc, char **argv)
 		store_pool_close(p);
 		return r < 0 ? cli_fail(r, "cannot stop the scrub of '%s'", name) : EXIT_OK;
 	}
-	if (from && (r = store_pool_open(from, STORE_OPEN_RDONLY, &rep)) < 0) {
+	if (url) {
+		if ((rc = http_connect(&co, from, url_ds, sizeof url_ds, &nc)) != 0) {
+			store_pool_close(p);
+			return rc;
+		}
+		if ((r = store_name_check(url_ds, STORE_NAME_DATASET)) < 0) {
+			net_client_free(nc);
+			store_pool_close(p);
+			return cli_fail(r, "cannot repair '%s' from '%s': the URL names no dataset",
+					name, from);
+		}
+	} else if (from && (r = store_pool_open(from, STORE_OPEN_RDONLY, &rep)) < 0) {
 		store_pool_close(p);
 		return cli_fail(r, "cannot repair '%s' from '%s'", name, from);
 	}
@@ -366,9 +466,20 @@ int cmd_scrub(int argc, char **argv)
 		rc = cli_fail(r, "cannot scrub '%s'", name);
 		goto out;
 	}
-	if (from && !res.stopped && res.errors && (r = scrub_repair(p, rep, &rr)) < 0) {
-		rc = cli_fail(r, "cannot repair '%s' from '%s'", name, from);
-		goto out;
+	if (from && !res.stopped && res.errors) {
+		if (url) {
+			struct http_src hs = {nc, url_ds, {0}};
+			struct scrub_source src = {http_block, http_node, &hs};
+			fbuf_init(&hs.path, 3 * STORE_NAME_MAX + 128); /* each byte of the name may take 3 */
+			r = scrub_repair_from(p, &src, &rr);
+			fbuf_release(&hs.path);
+		} else {
+			r = scrub_repair(p, rep, &rr);
+		}
+		if (r < 0) {
+			rc = cli_fail(r, "cannot repair '%s' from '%s'", name, from);
+			goto out;
+		}
 	}
 	int damaged = (r = cli_scrub_damaged(p)) < 0 ? 0 : r;
 	if (r < 0) {
@@ -391,6 +502,7 @@ int cmd_scrub(int argc, char **argv)
 		if (from) {
 			json_object_set_new(po, "repaired_items", cli_json_u64(rr.repaired));
 			json_object_set_new(po, "unrepaired_items", cli_json_u64(rr.unrepaired));
+			json_object_set_new(po, "refused_items", cli_json_u64(rr.rejected));
 		}
 		/* the scan and the error log, as pool status --json has them */
 		if ((r = cli_scrub_status(p, 0, po)) < 0) {
@@ -416,7 +528,10 @@ int cmd_scrub(int argc, char **argv)
 		char b[16];
 		format_nicenum(rr.bytes, b, sizeof b, 1);
 		printf("repair: %" PRIu64 " damaged items healed from '%s' (%s written), %" PRIu64
-		       " not held there\n", rr.repaired, from, b, rr.unrepaired);
+		       " not held there", rr.repaired, from, b, rr.unrepaired - rr.rejected);
+		if (rr.rejected)
+			printf(", %" PRIu64 " refused (the copy did not match its hash)", rr.rejected);
+		printf("\n");
 	}
 	if ((r = cli_scrub_errors(p, verbose)) < 0) {
 		rc = cli_fail(r, "cannot read the scrub of '%s'", name);
@@ -451,6 +566,7 @@ int cmd_scrub(int argc, char **argv)
 		}
 	}
 out:
+	net_client_free(nc);
 	store_pool_close(rep);
 	store_pool_close(p);
 	return rc;

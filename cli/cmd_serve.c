@@ -22,6 +22,7 @@
 
 #include "../net/net.h"
 #include "../recv/recv.h"
+#include "../scrub/scrub.h"
 #include "../send/send.h"
 #include "../store/store.h"
 #include "../stream/stream.h"
@@ -810,6 +811,68 @@ static void ep_send(struct srv *s, struct net_call *c, const struct net_req *q)
 	fail_err(c, r, 0, q->name);
 }
 
+/* ---- GET /v1/blocks/DATASET, GET /v1/nodes/DATASET ------------------------------------- */
+
+/* A good copy for a repair (scrub --repair-from URL): only of what a
+ * snapshot (or, for a node, a bookmark) in the path's dataset or below it
+ * references, so a token scoped there reads nothing of the rest of the
+ * pool by naming a hash; "not there", "elsewhere in the pool" and "our
+ * copy is damaged too" are one 404. */
+static void ep_object(struct srv *s, struct net_call *c, const struct net_req *q)
+{
+	struct store_pool *p = NULL;
+	struct store_reader *rd = NULL;
+	struct store_ds ds;
+	struct fbuf b;
+	char hex[FERRY_HASH_HEX];
+	const char *what = q->ep == NET_EP_BLOCK ? "block" : "node";
+	uint32_t ls = 0;
+	int r, type = 0;
+	hash_to_hex(q->hash, hex);
+	fbuf_init(&b, (q->ep == NET_EP_BLOCK ? STORE_BLOCK_MAX : NODE_MAX) + 1);
+	if (open_pool(s, c, q->name, STORE_OPEN_RDONLY, &p) < 0)
+		goto out;
+	store_pool_activity(p, "a repair's read over HTTP");
+	if ((r = store_ds_lookup(p, q->name, &ds)) < 0) {
+		fail_err(c, r, 0, q->name);
+		goto out;
+	}
+	r = q->ep == NET_EP_BLOCK ? store_block_in_scope(p, &ds, q->hash, &ls)
+				  : scrub_node_in_scope(p, &ds, q->hash);
+	if (r == 0) {
+		net_call_fail(c, 404, "no snapshot of '%s' references %s %.16s", q->name, what, hex);
+		goto out;
+	}
+	if (r > 0 && (r = store_reader_new(p, &rd)) == 0) {
+		if (q->ep == NET_EP_BLOCK) {
+			if ((r = fbuf_reserve(&b, ls)) == 0 &&
+			    (r = store_block_read(rd, q->hash, b.data, ls)) == 0)
+				b.len = ls;
+		} else if ((r = store_node_read(rd, q->hash, &type, &b)) == 0 &&
+			   (r = fbuf_reserve(&b, 1)) == 0) {
+			/* the type byte first */
+			memmove(b.data + 1, b.data, b.len);
+			b.data[0] = (uint8_t)type;
+			b.len++;
+		}
+	}
+	if (r == -FERR_CORRUPT || r == -FERR_NOENT) {
+		net_call_fail(c, 404, "'%s' holds no good copy of %s %.16s: %s", store_pool_name(p),
+			      what, hex, ferry_errmsg(r));
+		goto out;
+	}
+	if (r < 0) {
+		fail_err(c, r, 0, q->name);
+		goto out;
+	}
+	net_call_finish_as(c, 200, q->ep == NET_EP_BLOCK ? NET_BLOCK_TYPE : NET_NODE_TYPE, b.data,
+			   b.len);
+out:
+	store_reader_free(rd);
+	store_pool_close(p);
+	fbuf_release(&b);
+}
+
 static void serve_one(void *arg, struct net_call *c)
 {
 	struct srv *s = arg;
@@ -822,6 +885,8 @@ static void serve_one(void *arg, struct net_call *c)
 	case NET_EP_ABORT:
 	case NET_EP_DESTROY: ep_abort_or_destroy(s, c, q); break;
 	case NET_EP_SEND: ep_send(s, c, q); break;
+	case NET_EP_BLOCK:
+	case NET_EP_NODE: ep_object(s, c, q); break;
 	default: net_call_fail(c, 404, "no such endpoint"); break;
 	}
 }

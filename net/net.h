@@ -132,7 +132,11 @@ enum net_endpoint {
 	NET_EP_ABORT,      /* DELETE /v1/receive/DATASET */
 	NET_EP_SEND,       /* GET /v1/send/DATASET@SNAP */
 	NET_EP_DESTROY,    /* DELETE /v1/snapshots/DATASET@SNAP */
+	NET_EP_BLOCK,      /* GET /v1/blocks/DATASET?hash=HEX */
+	NET_EP_NODE,       /* GET /v1/nodes/DATASET?hash=HEX */
 };
+#define NET_BLOCK_TYPE "application/x-ferry-block" /* a block's logical bytes */
+#define NET_NODE_TYPE "application/x-ferry-node"   /* a node's type byte, then its bytes */
 /* types= of NET_EP_DATASETS */
 enum net_types {
 	NET_T_FILESYSTEM = 1 << 0, NET_T_VOLUME = 1 << 1, NET_T_SNAPSHOT = 1 << 2,
@@ -157,6 +161,7 @@ struct net_req {
 	char compress[NET_ARG_MAX + 1];
 	char token[NET_ARG_MAX + 1];
 	char exclude[NET_ARG_MAX + 1];   /* receive: PROP[,PROP]... (recv -x) */
+	uint8_t hash[FERRY_HASH_LEN];    /* blocks, nodes: hash= (required) */
 };
 /* Parses a request: method, the raw path (percent-encoded, without the
  * query) and its raw parameters. Returns 0 with *out filled, or a
@@ -247,6 +252,11 @@ int net_call_write(struct net_call *c, const void *p, size_t n) FERRY_WUR;
  * ends the connection without the body's last chunk. c is gone after
  * this call. */
 void net_call_finish(struct net_call *c, unsigned status, const char *json, size_t len);
+/* net_call_finish with a body of another type (ctype: a string that
+ * outlives the call, NULL for application/json); for an answer that is
+ * not streamed, at most a few MiB. */
+void net_call_finish_as(struct net_call *c, unsigned status, const char *ctype, const void *body,
+			size_t len);
 /* net_call_finish with {"status":N,"error":"..."}. */
 void net_call_fail(struct net_call *c, unsigned status, const char *fmt, ...) FERRY_PRINTF(3, 4);
 

@@ -222,6 +222,20 @@ static int parse_types(const char *v, unsigned *out)
 	return 0;
 }
 
+/* hash=: 64 hexadecimal digits (either case). */
+static int parse_hash(const char *v, uint8_t out[FERRY_HASH_LEN])
+{
+	if (strlen(v) != 2 * FERRY_HASH_LEN)
+		return ferry_err(FERR_INVAL, "hash is %d hexadecimal digits", 2 * FERRY_HASH_LEN);
+	for (size_t i = 0; i < FERRY_HASH_LEN; i++) {
+		int hi = hexval(v[2 * i]), lo = hexval(v[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return ferry_err(FERR_INVAL, "hash is %d hexadecimal digits", 2 * FERRY_HASH_LEN);
+		out[i] = (uint8_t)(hi * 16 + lo);
+	}
+	return 0;
+}
+
 static int parse_depth(const char *v, int *out)
 {
 	char *end;
@@ -245,6 +259,8 @@ static int route(const char *path, const char **rest, int *ep_get, int *ep_put, 
 		{"/v1/receive/", NET_EP_RECV_INFO, NET_EP_RECV, NET_EP_ABORT},
 		{"/v1/send/", NET_EP_SEND, 0, 0},
 		{"/v1/snapshots/", 0, 0, NET_EP_DESTROY},
+		{"/v1/blocks/", NET_EP_BLOCK, 0, 0},
+		{"/v1/nodes/", NET_EP_NODE, 0, 0},
 	};
 	if (!strcmp(path, "/v1/pools")) {
 		*rest = "";
@@ -288,7 +304,7 @@ int net_req_parse(const char *method, const char *path, const struct net_arg *ar
 {
 	struct net_req *q;
 	const char *rest;
-	int g, p, d, r;
+	int g, p, d, r, has_hash = 0;
 	*allow = NULL;
 	if (!method || !path)
 		return refuse(ferry_err(FERR_INVAL, "no method or path"), 400, status);
@@ -368,6 +384,8 @@ int net_req_parse(const char *method, const char *path, const struct net_arg *ar
 		else if (ep == NET_EP_RECV && !strcmp(key, "exclude"))
 			r = *val ? (snprintf(q->exclude, sizeof q->exclude, "%s", val), 0)
 				 : ferry_err(FERR_INVAL, "parameter 'exclude' is empty");
+		else if ((ep == NET_EP_BLOCK || ep == NET_EP_NODE) && !strcmp(key, "hash"))
+			r = parse_hash(val, q->hash), has_hash = r == 0;
 		else if (ep == NET_EP_SEND && !strcmp(key, "intermediate"))
 			r = want_bool(key, val, &q->intermediate);
 		else if (ep == NET_EP_SEND && !strcmp(key, "replicate"))
@@ -406,6 +424,10 @@ int net_req_parse(const char *method, const char *path, const struct net_arg *ar
 				   status);
 			goto out;
 		}
+	}
+	if ((ep == NET_EP_BLOCK || ep == NET_EP_NODE) && !has_hash) {
+		r = refuse(ferry_err(FERR_INVAL, "parameter 'hash' is required"), 400, status);
+		goto out;
 	}
 	if (ep == NET_EP_RECV)
 		q->need = q->force ? NET_PERM_WRITE : NET_PERM_APPEND;

@@ -67,8 +67,9 @@ struct net_call {
 	int suspended;      /* suspended by us until the thread decides (HEAD, BODY_DONE) */
 	int want_body, begun, finished, conn_failed, transfer;
 	unsigned status;
-	char *json;
+	char *json;         /* the answer's body (JSON unless ctype says otherwise) */
 	size_t jlen;
+	const char *ctype;  /* NULL: application/json */
 	char errmsg[NET_STATUS_TEXT_MAX]; /* of net_call_fail, for the log */
 	struct net_pipe *body; /* upload: the connection writes, the thread reads */
 	struct net_pipe *out;  /* download: the thread writes, the connection reads */
@@ -213,6 +214,12 @@ int net_call_write(struct net_call *c, const void *p, size_t n)
 
 void net_call_finish(struct net_call *c, unsigned status, const char *json, size_t len)
 {
+	net_call_finish_as(c, status, NULL, json, len);
+}
+
+void net_call_finish_as(struct net_call *c, unsigned status, const char *ctype, const void *json,
+			size_t len)
+{
 	char *copy = NULL;
 	if (json && len && (copy = malloc(len)))
 		memcpy(copy, json, len);
@@ -224,6 +231,7 @@ void net_call_finish(struct net_call *c, unsigned status, const char *json, size
 	}
 	c->finished = 1;
 	c->status = status;
+	c->ctype = ctype;
 	c->json = copy;
 	c->jlen = copy ? len : 0;
 	if (c->begun)
@@ -289,18 +297,20 @@ static const char *ep_path(int ep)
 	case NET_EP_RECV:
 	case NET_EP_ABORT: return "/v1/receive/";
 	case NET_EP_SEND: return "/v1/send/";
+	case NET_EP_BLOCK: return "/v1/blocks/";
+	case NET_EP_NODE: return "/v1/nodes/";
 	default: return "/v1/snapshots/";
 	}
 }
 
-static enum MHD_Result queue_json(struct MHD_Connection *conn, unsigned status, const char *json,
-				  size_t len, const char *allow)
+static enum MHD_Result queue_body(struct MHD_Connection *conn, unsigned status, const char *ctype,
+				  const char *json, size_t len, const char *allow)
 {
 	struct MHD_Response *rs =
 		MHD_create_response_from_buffer(len, (void *)json, MHD_RESPMEM_MUST_COPY);
 	if (!rs)
 		return MHD_NO;
-	MHD_add_response_header(rs, "Content-Type", "application/json");
+	MHD_add_response_header(rs, "Content-Type", ctype ? ctype : "application/json");
 	MHD_add_response_header(rs, "Cache-Control", "no-store");
 	if (status == 401)
 		MHD_add_response_header(rs, "WWW-Authenticate", "Bearer realm=\"ferry\"");
@@ -321,7 +331,7 @@ static enum MHD_Result refuse(struct net_server *s, struct MHD_Connection *conn,
 	if (net_json_error(&b, status, msg) < 0)
 		fbuf_reset(&b);
 	slog(s, "%s %.8s %.200s %u %s", peer, method, url, status, msg);
-	enum MHD_Result q = queue_json(conn, status, (const char *)b.data, b.len, allow);
+	enum MHD_Result q = queue_body(conn, status, NULL, (const char *)b.data, b.len, allow);
 	fbuf_release(&b);
 	return q;
 }
@@ -354,7 +364,7 @@ static enum MHD_Result answer_locked(struct net_call *c, struct MHD_Connection *
 {
 	if (c->finished && !c->begun) {
 		c->state = CS_ANSWERED;
-		return queue_json(conn, c->status, c->json ? c->json : "", c->jlen, NULL);
+		return queue_body(conn, c->status, c->ctype, c->json ? c->json : "", c->jlen, NULL);
 	}
 	if (c->begun) {
 		struct MHD_Response *rs = MHD_create_response_from_callback(

@@ -305,7 +305,7 @@ int scrub_stop(struct store_pool *p, unsigned wait_s)
 
 struct rep {
 	struct store_pool *p;
-	struct store_reader *from;
+	const struct scrub_source *src;
 	struct store_repair *rp;
 	struct scrub_repair_result *res;
 	struct fbuf buf;
@@ -328,20 +328,22 @@ static int rep_collect(void *arg, const struct store_scrub_err *e)
 	return 0;
 }
 
-/* 1 when e was queued for repair, 0 when the replica cannot give a good
- * copy (the reason is dropped: it stays in the log), < 0 on errors of
- * the pool being repaired. */
+/* 1 when e was queued for repair, 0 when the source gave no good copy
+ * (counted in rejected when it gave a bad one; the damage stays in the
+ * log), < 0 on errors of the pool being repaired or of the source. */
 static int rep_block(struct rep *x, const struct store_scrub_err *e)
 {
 	struct codec_spec c;
-	uint32_t ls, want_ps, want_ls;
+	uint32_t ls = 0, want_ps, want_ls;
 	int r;
 	if ((r = store_repair_row(x->rp, e, &want_ps, &want_ls)) < 0)
 		return r == -FERR_NOENT ? (ferry_err_clear(), 0) : r;
-	if (store_block_read_stored(x->from, e->hash, e->codec, &c, &ls, &x->buf) < 0 ||
-	    ls != want_ls ||
+	if ((r = x->src->block(x->src->arg, e->hash, e->codec, &c, &ls, &x->buf)) != 0)
+		return r < 0 ? r : 0;
+	if (ls != want_ls ||
 	    store_block_verify(c, x->buf.data, x->buf.len, ls, e->hash, x->dec, STORE_BLOCK_MAX) < 0) {
 		ferry_err_clear();
+		x->res->rejected++;
 		return 0;
 	}
 	if (codec_equal(c, e->codec) && x->buf.len == want_ps)
@@ -362,15 +364,54 @@ static int rep_block(struct rep *x, const struct store_scrub_err *e)
 
 static int rep_node(struct rep *x, const struct store_scrub_err *e)
 {
-	int type, r;
-	if (store_node_read(x->from, e->hash, &type, &x->buf) < 0) {
-		ferry_err_clear();
+	uint8_t h[FERRY_HASH_LEN];
+	int type = 0, r;
+	if ((r = x->src->node(x->src->arg, e->hash, &type, &x->buf)) != 0)
+		return r < 0 ? r : 0;
+	node_hash(type, x->buf.data, x->buf.len, h);
+	if (type < 1 || type > 4 || x->buf.len > NODE_MAX || memcmp(h, e->hash, FERRY_HASH_LEN)) {
+		x->res->rejected++;
 		return 0;
 	}
 	return (r = store_repair_node(x->rp, e, type, x->buf.data, x->buf.len)) < 0 ? r : 1;
 }
 
+/* ---- another pool as the source ---- */
+
+static int pool_block(void *arg, const uint8_t hash[FERRY_HASH_LEN], struct codec_spec prefer,
+		      struct codec_spec *codec, uint32_t *lsize, struct fbuf *out)
+{
+	if (store_block_read_stored(arg, hash, prefer, codec, lsize, out) < 0) {
+		ferry_err_clear(); /* missing, or its own copy unreadable: not held */
+		return 1;
+	}
+	return 0;
+}
+
+static int pool_node(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, struct fbuf *out)
+{
+	if (store_node_read(arg, hash, type, out) < 0) {
+		ferry_err_clear();
+		return 1;
+	}
+	return 0;
+}
+
 int scrub_repair(struct store_pool *p, struct store_pool *replica, struct scrub_repair_result *res)
+{
+	struct store_reader *rd = NULL;
+	int r;
+	memset(res, 0, sizeof *res);
+	if ((r = store_reader_new(replica, &rd)) < 0)
+		return r;
+	struct scrub_source src = {pool_block, pool_node, rd};
+	r = scrub_repair_from(p, &src, res);
+	store_reader_free(rd);
+	return r;
+}
+
+int scrub_repair_from(struct store_pool *p, const struct scrub_source *src,
+		      struct scrub_repair_result *res)
 {
 	struct rep x;
 	struct store_scrub_state st;
@@ -378,6 +419,7 @@ int scrub_repair(struct store_pool *p, struct store_pool *replica, struct scrub_
 	memset(res, 0, sizeof *res);
 	memset(&x, 0, sizeof x);
 	x.p = p;
+	x.src = src;
 	x.res = res;
 	fbuf_init(&x.buf, STORE_BLOCK_MAX);
 	if ((r = store_scrub_lock(p, &lock)) < 0)
@@ -390,8 +432,7 @@ int scrub_repair(struct store_pool *p, struct store_pool *replica, struct scrub_
 			r = ferry_err(FERR_NOMEM, "repairing");
 			goto out;
 		}
-		if ((r = store_reader_new(replica, &x.from)) < 0 ||
-		    (r = store_repair_new(p, &x.rp)) < 0)
+		if ((r = store_repair_new(p, &x.rp)) < 0)
 			goto out;
 		for (size_t i = 0; i < x.n; i++) {
 			const struct store_scrub_err *e = &x.todo[i];
@@ -407,8 +448,6 @@ int scrub_repair(struct store_pool *p, struct store_pool *replica, struct scrub_
 			goto out;
 		store_repair_free(x.rp);
 		x.rp = NULL;
-		store_reader_free(x.from);
-		x.from = NULL;
 	}
 	/* what the repair changed of the packs (a missing pack whose blocks
 	 * all moved is gone now) is looked at again */
@@ -435,7 +474,6 @@ int scrub_repair(struct store_pool *p, struct store_pool *replica, struct scrub_
 	res->errors = st.errors;
 out:
 	store_repair_free(x.rp);
-	store_reader_free(x.from);
 	free(x.todo);
 	free(x.dec);
 	free(x.enc);

@@ -59,7 +59,25 @@ struct scrub_repair_result {
 	uint64_t repaired;       /* log rows healed */
 	uint64_t bytes;          /* bytes written */
 	uint64_t unrepaired;     /* damaged blocks and nodes the replica could not give */
+	uint64_t rejected;       /* ... of them, those whose copy did not match the hash */
 	uint64_t errors;         /* rows in the log afterwards */
+};
+
+/* Where a repair gets its good copies: another pool (scrub_repair), or a
+ * replica over HTTP (cli/ wires net/ in). Nothing it gives is trusted:
+ * scrub_repair_from checks each copy against its hash before it writes
+ * it. Both return 0 with a copy, 1 when the source does not hold one
+ * (the damage stays in the log), or a negative FERR_* that ends the
+ * repair (nothing of it is committed). */
+struct scrub_source {
+	/* Block hash: its codec (the copy in prefer's codec when the source
+	 * has several), logical size and payload, appended to out after a
+	 * reset (out's cap is at least STORE_BLOCK_MAX). */
+	int (*block)(void *arg, const uint8_t hash[FERRY_HASH_LEN], struct codec_spec prefer,
+		     struct codec_spec *codec, uint32_t *lsize, struct fbuf *out);
+	/* Node hash: its type and bytes into out (reset first). */
+	int (*node)(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, struct fbuf *out);
+	void *arg;
 };
 /* Heals the blocks and nodes p's error log names from replica (another
  * pool, opened read-only is enough): each good copy, checked against its
@@ -70,5 +88,17 @@ struct scrub_repair_result {
  * in the log. Takes p's scrub lock (-FERR_BUSY when a scrub runs). */
 int scrub_repair(struct store_pool *p, struct store_pool *replica,
 		 struct scrub_repair_result *res) FERRY_WUR;
+/* scrub_repair with the copies from src; a copy that does not match its
+ * hash (or the damaged one's logical size) is refused, counted in
+ * res->rejected, and its damage stays in the log. */
+int scrub_repair_from(struct store_pool *p, const struct scrub_source *src,
+		      struct scrub_repair_result *res) FERRY_WUR;
+
+/* For a replica that serves repairs (GET /v1/nodes, ferry-http.7): 1 when
+ * node hash is in the tree of a snapshot or bookmark of ds or of a dataset
+ * below it, else 0. Walks those trees until it meets the node (each shared
+ * subtree once): what a send of them would read, no more. */
+int scrub_node_in_scope(struct store_pool *p, const struct store_ds *ds,
+			const uint8_t hash[FERRY_HASH_LEN]) FERRY_WUR;
 
 #endif

@@ -26,7 +26,9 @@ struct tw {
 	size_t nfresh, capfresh;
 	struct store_scrub_user *u;
 	size_t nu, capu;
-	const char *snap;       /* the tree's full name */
+	int bookmark;           /* the tree's: a bookmark's, else a snapshot's */
+	int64_t obj_id;         /* ... row id */
+	uint64_t guid;          /* ... and guid */
 	int nodes_only;         /* a bookmark: it keeps its nodes, not its blocks */
 	uint64_t found;         /* damages met so far */
 	uint64_t *at_enter;     /* found at each open directory level's enter */
@@ -73,7 +75,7 @@ static int log_cb(void *arg, const struct store_scrub_err *e)
 	return 0;
 }
 
-/* A user of every damage of hash: snapshot t->snap, path. */
+/* A user of every damage of hash: the tree being walked, path. */
 static int users_of(struct tw *t, const uint8_t *hash, const char *path, size_t len)
 {
 	const struct dmg *d = dmg_find(t, hash);
@@ -84,7 +86,9 @@ static int users_of(struct tw *t, const uint8_t *hash, const char *path, size_t 
 		if ((r = VEC_GROW(t->u, t->capu, t->nu, 256, "scrubbing")) < 0)
 			return r;
 		struct store_scrub_user *u = &t->u[t->nu];
-		snprintf(u->snap, sizeof u->snap, "%s", t->snap);
+		u->bookmark = t->bookmark;
+		u->obj_id = t->obj_id;
+		u->guid = t->guid;
 		u->err_id = d->id;
 		if (!(u->path = malloc(len + 1)))
 			return ferry_err(FERR_NOMEM, "scrubbing");
@@ -272,14 +276,16 @@ static int tw_leave(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], uns
 }
 
 /* One snapshot's or bookmark's tree, from its root node. */
-static int tw_tree(struct tw *t, const char *name, const uint8_t *root, int nodes_only)
+static int tw_tree(struct tw *t, int64_t id, uint64_t guid, const uint8_t *root, int nodes_only)
 {
 	static const struct node_walk_ops ops = {tw_enter, tw_entry, tw_leave};
 	struct fbuf b;
 	struct node_entry e;
 	struct node_xattr *xa = NULL;
 	int r, type, kind;
-	t->snap = name;
+	t->bookmark = nodes_only;
+	t->obj_id = id;
+	t->guid = guid;
 	t->nodes_only = nodes_only;
 	t->sc->res->snapshots++;
 	fbuf_init(&b, NODE_MAX);
@@ -310,12 +316,12 @@ out:
 
 static int tw_snap(struct store_pool *p, const struct store_snap *s, void *arg)
 {
-	return tw_tree(arg, s->name, s->root, 0);
+	return tw_tree(arg, s->id, s->guid, s->root, 0);
 }
 
 static int tw_mark(struct store_pool *p, const struct store_bookmark *b, void *arg)
 {
-	return tw_tree(arg, b->name, b->root, 1);
+	return tw_tree(arg, b->id, b->guid, b->root, 1);
 }
 
 static int tw_ds(struct store_pool *p, const struct store_ds *ds, void *arg)

@@ -218,7 +218,7 @@ static int repair_rows(struct store_repair *rp, int64_t *pack_id)
 	}
 	if (r < 0)
 		return r;
-	return cat_exec(p, "DELETE FROM scrub_users WHERE err_id NOT IN (SELECT id FROM scrub_errors)");
+	return cat_exec(p, "DELETE FROM scrub_uses WHERE err_id NOT IN (SELECT id FROM scrub_errors)");
 }
 
 int store_repair_commit(struct store_repair *rp, uint64_t *bytes)

@@ -35,24 +35,48 @@ static const char scrub_schema[] =
 	"  id INTEGER PRIMARY KEY, kind INTEGER NOT NULL, hash BLOB,"
 	"  codec INTEGER NOT NULL, level INTEGER NOT NULL,"
 	"  pack TEXT NOT NULL, offset INTEGER NOT NULL, detail TEXT NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS scrub_users("
-	"  err_id INTEGER NOT NULL, snap TEXT NOT NULL, path TEXT NOT NULL);";
+	/* who uses each damage: a snapshot (kind 0) or bookmark (kind 1) by
+	 * row id and guid, not by name, so a rename since the scrub shows the
+	 * new name and a destroyed one (whose id a later one may take: ids
+	 * are not AUTOINCREMENT) drops out */
+	"CREATE TABLE IF NOT EXISTS scrub_uses("
+	"  err_id INTEGER NOT NULL, kind INTEGER NOT NULL, obj_id INTEGER NOT NULL,"
+	"  guid INTEGER NOT NULL, path TEXT NOT NULL);";
+
+static int table_exists(struct store_pool *p, const char *name)
+{
+	sqlite3_stmt *st = NULL;
+	int r = cat_prepare(p, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
+			    &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	r = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) > 0 :
+	    cat_err(p, "reading the scrub state");
+	sqlite3_finalize(st);
+	return r;
+}
+
+/* The scrub tables made, inside the caller's transaction. The first
+ * pools scrubbed kept their users by full name (scrub_users: err_id,
+ * snap, path), read as they are until this first write drops them: every
+ * write here is part of a scrub, whose tree pass records the users anew
+ * by id. */
+static int scrub_schema_ensure(struct store_pool *p)
+{
+	int r = cat_exec(p, scrub_schema);
+	return r < 0 ? r : cat_exec(p, "DROP TABLE IF EXISTS scrub_users");
+}
 
 int scrub_tables_create(struct store_pool *p)
 {
-	return cat_exec(p, scrub_schema);
+	return scrub_schema_ensure(p);
 }
 
 /* 1 when the scrub tables exist (a pool never scrubbed has none). */
 static int scrub_tables(struct store_pool *p)
 {
-	sqlite3_stmt *st = NULL;
-	int r = cat_prepare(p, "SELECT count(*) FROM sqlite_master WHERE name = 'scrub_users'", &st);
-	if (r < 0)
-		return r;
-	r = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) > 0 : cat_err(p, "reading the scrub state");
-	sqlite3_finalize(st);
-	return r;
+	return table_exists(p, "scrub_errors");
 }
 
 static void copy_why(char *dst, const char *src)
@@ -383,9 +407,9 @@ int store_scrub_checkpoint(struct store_pool *p, const struct store_scrub_state 
 	int r;
 	if ((r = store_tx_begin(p)) < 0)
 		return r;
-	if ((r = cat_exec(p, scrub_schema)) < 0)
+	if ((r = scrub_schema_ensure(p)) < 0)
 		goto out;
-	if (fresh && (r = cat_exec(p, "DELETE FROM scrub_errors; DELETE FROM scrub_users")) < 0)
+	if (fresh && (r = cat_exec(p, "DELETE FROM scrub_errors; DELETE FROM scrub_uses")) < 0)
 		goto out;
 	for (int k = 1; k < 32 && r == 0; k++)
 		if (drop_kinds & (1u << k))
@@ -394,7 +418,7 @@ int store_scrub_checkpoint(struct store_pool *p, const struct store_scrub_state 
 		r = cat_exec(p, "DELETE FROM scrub_errors WHERE kind = 1 AND NOT EXISTS (SELECT 1 FROM"
 			     " blocks b WHERE b.hash = scrub_errors.hash AND b.codec = scrub_errors.codec"
 			     " AND b.level = scrub_errors.level)");
-	if (r < 0 || (drop_kinds && (r = cat_exec(p, "DELETE FROM scrub_users WHERE err_id NOT IN"
+	if (r < 0 || (drop_kinds && (r = cat_exec(p, "DELETE FROM scrub_uses WHERE err_id NOT IN"
 						  " (SELECT id FROM scrub_errors)")) < 0))
 		goto out;
 	if ((r = cat_prepare(p, "INSERT INTO scrub_state(id, state, start_ns, end_ns, elapsed_ns,"
@@ -460,7 +484,7 @@ int store_scrub_request_stop(struct store_pool *p)
 	ferry_err_clear();
 	if ((r = store_tx_begin(p)) < 0)
 		return r;
-	if ((r = cat_exec(p, scrub_schema)) < 0 ||
+	if ((r = scrub_schema_ensure(p)) < 0 ||
 	    (r = cat_exec(p, "UPDATE scrub_state SET stop = 1 WHERE id = 1")) < 0) {
 		store_tx_rollback(p);
 		return r;
@@ -508,15 +532,17 @@ int store_scrub_users_put(struct store_pool *p, const struct store_scrub_user *u
 	int r;
 	if ((r = store_tx_begin(p)) < 0)
 		return r;
-	if ((r = cat_exec(p, scrub_schema)) < 0 || (r = cat_exec(p, "DELETE FROM scrub_users")) < 0 ||
-	    (r = cat_prepare(p, "INSERT INTO scrub_users(err_id, snap, path) VALUES(?, ?, ?)",
-			     &st)) < 0)
+	if ((r = scrub_schema_ensure(p)) < 0 || (r = cat_exec(p, "DELETE FROM scrub_uses")) < 0 ||
+	    (r = cat_prepare(p, "INSERT INTO scrub_uses(err_id, kind, obj_id, guid, path)"
+			     " VALUES(?, ?, ?, ?, ?)", &st)) < 0)
 		goto out;
 	for (size_t i = 0; i < n && r == 0; i++) {
 		sqlite3_reset(st);
 		sqlite3_bind_int64(st, 1, u[i].err_id);
-		sqlite3_bind_text(st, 2, u[i].snap, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, u[i].path ? u[i].path : "", -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 2, u[i].bookmark ? 1 : 0);
+		sqlite3_bind_int64(st, 3, u[i].obj_id);
+		sqlite3_bind_int64(st, 4, (int64_t)u[i].guid);
+		sqlite3_bind_text(st, 5, u[i].path ? u[i].path : "", -1, SQLITE_STATIC);
 		if (sqlite3_step(st) != SQLITE_DONE)
 			r = cat_err(p, "recording the files a damage touches");
 	}
@@ -529,23 +555,106 @@ out:
 	return store_tx_commit(p);
 }
 
+struct user_row {
+	int64_t err_id;
+	char *name, *path; /* one allocation: name, then path */
+};
+
+static int user_row_cmp(const void *a, const void *b)
+{
+	const struct user_row *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+	if (!c)
+		c = strcmp(x->path, y->path);
+	return c ? c : (x->err_id > y->err_id) - (x->err_id < y->err_id);
+}
+
 int store_scrub_users_iter(struct store_pool *p, store_scrub_user_fn fn, void *arg)
 {
 	sqlite3_stmt *st = NULL;
-	int r, k;
+	struct user_row *v = NULL;
+	size_t n = 0, cap = 0;
+	int r, k = SQLITE_DONE, legacy;
 	if ((r = scrub_tables(p)) <= 0)
 		return r;
-	if ((r = cat_prepare(p, "SELECT err_id, snap, path FROM scrub_users ORDER BY snap, path,"
-			     " err_id", &st)) < 0)
+	/* a pool scrubbed by an older ferry and not since: its users by the
+	 * names they had then (scrub_schema_ensure) */
+	if ((legacy = table_exists(p, "scrub_users")) < 0)
+		return legacy;
+	/* the names as they are now: a snapshot or bookmark destroyed since
+	 * (or whose id another took: the guid differs) uses nothing */
+	r = cat_prepare(p, legacy ? "SELECT err_id, snap, '', '', path FROM scrub_users" :
+			"SELECT u.err_id, d.name, u.kind, coalesce(s.name, b.name), u.path FROM"
+			" scrub_uses u LEFT JOIN snapshots s ON u.kind = 0 AND s.id = u.obj_id AND"
+			" s.guid = u.guid LEFT JOIN bookmarks b ON u.kind = 1 AND b.id = u.obj_id AND"
+			" b.guid = u.guid JOIN datasets d ON d.id = coalesce(s.ds_id, b.ds_id)", &st);
+	if (r < 0)
 		return r;
 	while ((k = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *s = (const char *)sqlite3_column_text(st, 1);
-		const char *pa = (const char *)sqlite3_column_text(st, 2);
-		if ((r = fn(arg, sqlite3_column_int64(st, 0), s ? s : "", pa ? pa : "")) != 0)
+		char full[STORE_NAME_MAX + 1];
+		const char *ds = (const char *)sqlite3_column_text(st, 1);
+		const char *sn = (const char *)sqlite3_column_text(st, 3);
+		const char *pa = (const char *)sqlite3_column_text(st, 4);
+		if (legacy) {
+			snprintf(full, sizeof full, "%s", ds ? ds : "");
+		} else {
+			char dsn[STORE_NAME_MAX + 1];
+			ds_fullname(p, ds ? ds : "", dsn, sizeof dsn);
+			snprintf(full, sizeof full, "%s%c%s", dsn,
+				 sqlite3_column_int(st, 2) ? '#' : '@', sn ? sn : "");
+		}
+		if (!pa)
+			pa = "";
+		size_t ln = strlen(full), lp = strlen(pa);
+		if ((r = VEC_GROW(v, cap, n, 64, "listing the files a damage touches")) < 0)
 			break;
+		if (!(v[n].name = malloc(ln + lp + 2))) {
+			r = ferry_err(FERR_NOMEM, "listing the files a damage touches");
+			break;
+		}
+		memcpy(v[n].name, full, ln + 1);
+		v[n].path = v[n].name + ln + 1;
+		memcpy(v[n].path, pa, lp + 1);
+		v[n++].err_id = sqlite3_column_int64(st, 0);
 	}
-	if (r == 0 && k != SQLITE_DONE && k != SQLITE_ROW)
+	if (r == 0 && k != SQLITE_DONE)
 		r = cat_err(p, "reading the scrub errors");
+	sqlite3_finalize(st);
+	if (r == 0 && n > 1)
+		qsort(v, n, sizeof *v, user_row_cmp);
+	for (size_t i = 0; i < n && r == 0; i++)
+		r = fn(arg, v[i].err_id, v[i].name, v[i].path);
+	for (size_t i = 0; i < n; i++)
+		free(v[i].name);
+	free(v);
+	return r;
+}
+
+/* ---- a replica's side of a repair over HTTP ---------------------------------- */
+
+int store_block_in_scope(struct store_pool *p, const struct store_ds *ds,
+			 const uint8_t hash[FERRY_HASH_LEN], uint32_t *lsize)
+{
+	sqlite3_stmt *st = NULL;
+	size_t pl = strlen(p->name);
+	/* the name inside the pool ('' for the root, which covers them all);
+	 * compared by prefix, not with LIKE, whose '_' would match any byte */
+	const char *rel = !strncmp(ds->name, p->name, pl) && ds->name[pl] == '/' ? ds->name + pl + 1 : "";
+	int r = cat_prepare(p, "SELECT b.lsize FROM blocks b JOIN snap_blocks sb ON sb.block_id = b.id"
+			    " JOIN snapshots s ON s.id = sb.snap_id JOIN datasets d ON d.id = s.ds_id"
+			    " WHERE b.hash = ?1 AND (?2 = '' OR d.name = ?2 OR"
+			    " substr(d.name, 1, length(?2) + 1) = ?2 || '/') LIMIT 1", &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_blob(st, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, rel, -1, SQLITE_STATIC);
+	int k = sqlite3_step(st);
+	if (k == SQLITE_ROW) {
+		*lsize = (uint32_t)sqlite3_column_int64(st, 0);
+		r = 1;
+	} else {
+		r = k == SQLITE_DONE ? 0 : cat_err(p, "looking up a block");
+	}
 	sqlite3_finalize(st);
 	return r;
 }

@@ -1090,19 +1090,31 @@ int store_scrub_request_stop(struct store_pool *p) FERRY_WUR;
 /* Calls fn for each row of the error log, by id. */
 int store_scrub_err_iter(struct store_pool *p, store_scrub_err_fn fn, void *arg) FERRY_WUR;
 /* The files that use a logged damage: replaces every user row with
- * users[0..n) (err ids, full snapshot names, paths; "" for a volume's
- * image or a node above any file). */
+ * users[0..n) (err ids, the snapshot or bookmark by row id and guid,
+ * paths; "" for a volume's image or a node above any file). */
 struct store_scrub_user {
 	int64_t err_id;
-	char snap[STORE_NAME_MAX + 1];
+	int bookmark;            /* obj_id is a bookmark's, else a snapshot's */
+	int64_t obj_id;
+	uint64_t guid;
 	char *path;              /* malloc'd */
 };
 int store_scrub_users_put(struct store_pool *p, const struct store_scrub_user *users,
 			  size_t n) FERRY_WUR;
-/* Calls fn for every user row, by snapshot, path and err id. */
+/* Calls fn for every user row whose snapshot or bookmark still exists,
+ * with its full name as it is now (pool/ds@snap, pool/ds#mark), sorted by
+ * that name, path and err id. */
 typedef int (*store_scrub_user_fn)(void *arg, int64_t err_id, const char *snap,
 				   const char *path);
 int store_scrub_users_iter(struct store_pool *p, store_scrub_user_fn fn, void *arg) FERRY_WUR;
+
+/* For a replica that serves repairs (GET /v1/blocks, ferry-http.7): 1
+ * with the block's logical size when a snapshot of ds or of a dataset
+ * below it references block hash, else 0 (whether or not another
+ * snapshot of the pool does: a token scoped to ds learns nothing of the
+ * rest). */
+int store_block_in_scope(struct store_pool *p, const struct store_ds *ds,
+			 const uint8_t hash[FERRY_HASH_LEN], uint32_t *lsize) FERRY_WUR;
 
 /* Repair (scrub --repair-from): good copies of damaged blocks go into a
  * new pack, fsynced with packs/ before one transaction points the index

@@ -26,6 +26,13 @@ done
 ferry pool create -o compression=gzip-6 gz "$T/p/gz"
 ferry send -R tank/fs@b | ferry recv gz/fs
 cp -a "$T/p/tank" "$T/tank.clean"
+# likes GOT REGEX DESC: REGEX (Python's) matched against the whole text,
+# '.' matching newlines too (lib.sh's like is grep's: each line of a
+# multi-line REGEX would be a pattern of its own, matching any line)
+likes() {
+	if printf '%s' "$1" | python3 -c 'import re, sys; sys.exit(0 if re.search(sys.argv[1], sys.stdin.read(), re.S) else 1)' "$2"; then
+		ok "$3"; else not_ok "$3"; diag "got:  $1" "want: /$2/"; fi
+}
 fresh() { rm -rf "$T/p/tank"; cp -a "$T/tank.clean" "$T/p/tank"; }
 
 # ---- bit flips in blocks and nodes, a deleted pack ----------------------------------
@@ -35,7 +42,7 @@ run ferry scrub tank
 is "$rc" 5 "the damaged pool scrubs with exit 5"
 packs_before=$(ls "$T/p/tank/packs" | sort)
 run ferry scrub --repair-from bk tank
-like "$rc:$(cat "$T/out" "$T/err")" "^0:  pool: tank
+likes "$rc:$(cat "$T/out" "$T/err")" "^0:  pool: tank
   scan: scrub repaired [0-9.]+[KM]? in [0-9:]{8} with 0 errors on .*
 repair: 10 damaged items healed from 'bk' \([0-9.]+[KM]? written\), 0 not held there
 errors: No known data errors$" "scrub --repair-from bk: 10 items healed, no error left, exit 0"
@@ -43,7 +50,7 @@ ls "$T/p/tank/packs" | sort >"$T/after"
 is "$(echo "$packs_before" | comm -23 - "$T/after")" "" \
 	"every pack file is still there (nothing rewritten in place, only a pack added)"
 is "$(ls "$T/p/tank/packs" | wc -l)" "$(($(echo "$packs_before" | wc -l) + 1))" "one new pack holds the good copies"
-like "$(ferry pool status tank)" " state: ONLINE
+likes "$(ferry pool status tank)" " state: ONLINE
   scan: scrub repaired [0-9.]+[KM]? in " "pool status: ONLINE, scan says what was repaired"
 run ferry scrub tank
 is "$rc:$(sed -n 3p "$T/out")" "0:errors: No known data errors" "a scrub after the repair finds nothing"
@@ -56,7 +63,7 @@ rm "$T/p/tank/packs/$pk"
 run ferry scrub tank
 is "$rc" 5 "a deleted pack: exit 5"
 run ferry scrub --repair-from gz tank
-like "$rc:$(cat "$T/out" "$T/err")" "^0:.*with 0 errors on .*
+likes "$rc:$(cat "$T/out" "$T/err")" "^0:.*with 0 errors on .*
 repair: [0-9]+ damaged items healed from 'gz' .*, 0 not held there
 errors: No known data errors$" "healed from a gzip replica: its copies are encoded again as lz4"
 is "$(sqlite3 "$T/p/tank/catalog.db" "SELECT count(*) FROM packs WHERE name = '$pk'")" 0 \
@@ -74,7 +81,7 @@ import sys; n, o = sys.argv[1], int(sys.argv[2])
 f = open(sys.argv[3] + '/' + n, 'r+b'); f.seek(o); b = f.read(1); f.seek(o); f.write(bytes([b[0] ^ 1]))" $row "$T/p/tank/packs"
 python3 "$LIB" flip-blocks "$T/p/tank" 2 1513 >/dev/null
 run ferry scrub --repair-from bk tank
-like "$rc:$(cat "$T/out")" "^5:.*repair: [0-9]+ damaged items healed from 'bk' \([0-9.]+[KM]? written\), 1 not held there
+likes "$rc:$(cat "$T/out")" "^5:.*repair: [0-9]+ damaged items healed from 'bk' \([0-9.]+[KM]? written\), 1 not held there
 errors: Permanent errors have been detected in the following files:
 
         tank/fs@c:/only-here$" "a block only this pool had stays reported with its file, exit 5"
