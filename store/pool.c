@@ -157,6 +157,7 @@ static int pool_open_path(const char *name, const char *path, int flags, struct 
 	}
 	if ((r = cat_schema_snap(p)) < 0)
 		goto out;
+	p->records = v >= 2;
 	*out = p;
 	p = NULL;
 out:
@@ -216,6 +217,7 @@ static int pool_build_catalog(struct store_pool *p, const char *name,
 {
 	char buf[64];
 	int r;
+	p->records = 1; /* from its first commit on */
 	if ((r = cat_open(p, 1)) < 0 || (r = store_tx_begin(p)) < 0)
 		return r;
 	snprintf(buf, sizeof buf, "%d", STORE_FORMAT_VERSION);

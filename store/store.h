@@ -10,7 +10,7 @@
 #include "../lib/lib.h"
 #include "codec.h"
 
-#define STORE_FORMAT_VERSION 1
+#define STORE_FORMAT_VERSION 2 /* 2: the packs hold nodes and checkpoints too */
 #define STORE_NAME_MAX 255     /* zfs: ZFS_MAX_DATASET_NAME_LEN - 1 */
 #define STORE_USERPROP_NAME_MAX 255
 #define STORE_USERPROP_VALUE_MAX 8192
