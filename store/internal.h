@@ -124,6 +124,10 @@ int quota_check_set(struct store_pool *p, const struct store_ds *ds, const char 
  * ancestors leave (zfs's available). */
 int quota_available(struct store_pool *p, const struct store_ds *ds, uint64_t *avail) FERRY_WUR;
 
+/* Writes the marker file ferry.pool of the pool at dir, crash-safely,
+ * with this ferry's format version (pool.c; recover.c upgrades). */
+int pool_write_marker(const char *dir) FERRY_WUR;
+
 /* The registry (registry.c). */
 int registry_get(const char *name, char *path, size_t n) FERRY_WUR;
 int registry_put(const char *name, const char *path) FERRY_WUR;

@@ -62,7 +62,7 @@ static int abs_path(const char *path, char *out, size_t n)
 	return 0;
 }
 
-static int write_marker(const char *dir)
+int pool_write_marker(const char *dir)
 {
 	char buf[64];
 	int w = snprintf(buf, sizeof buf, "ferry pool format %d\n", STORE_FORMAT_VERSION);
@@ -253,7 +253,7 @@ static int pool_build(const char *name, const char *tmp, const struct store_prop
 	act_drop(*pp); /* its path is about to change */
 	if ((r = reserve_ensure(*pp, RESERVE_STRICT)) < 0)
 		return r;
-	return write_marker(tmp);
+	return pool_write_marker(tmp);
 }
 
 int store_pool_create(const char *name, const char *path,
