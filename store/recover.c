@@ -37,6 +37,7 @@ struct rcv {
 	uint8_t state_hash[FERRY_HASH_LEN];
 	uint64_t bad_state_seq; /* the highest seq of a state record that failed, by file name */
 	int bad_state_unknown;  /* one failed whose seq its file name does not give */
+	char bad_state[320];    /* where the newest of those is, and why */
 	uint8_t (*stack)[FERRY_HASH_LEN];
 	size_t nstack, capstack;
 };
@@ -138,9 +139,10 @@ static int scan_pack(struct rcv *c, const char *dir, const char *name)
 	if (got < PACK_HDR_LEN || pack_hdr_get(h, &version) < 0) {
 		ferry_err_clear();
 		note_bad(c, name, 0, "not a pack (bad header)");
-		if (name_seq(name))
-			c->bad_state_seq = c->bad_state_seq > name_seq(name) ? c->bad_state_seq
-									  : name_seq(name);
+		if (name_seq(name) > c->bad_state_seq) {
+			c->bad_state_seq = name_seq(name);
+			snprintf(c->bad_state, sizeof c->bad_state, "pack '%s': bad header", name);
+		}
 		r = 0;
 		goto out;
 	}
@@ -160,14 +162,17 @@ static int scan_pack(struct rcv *c, const char *dir, const char *name)
 		r = read_record(c, fd, off, size, version, h, &x, &big);
 		if (r == -FERR_CORRUPT || r == -FERR_TRUNCATED) {
 			note_bad(c, name, off, ferry_errmsg(r));
-			ferry_err_clear();
 			free(big);
 			/* a state record that fails is judged by its file's name */
 			uint64_t ns = name_seq(name);
-			if (!ns)
-				c->bad_state_unknown |= x.kind == PACK_REC_STATE;
-			else if (ns > c->bad_state_seq)
-				c->bad_state_seq = ns;
+			if ((!ns && x.kind == PACK_REC_STATE) || ns > c->bad_state_seq) {
+				c->bad_state_unknown |= !ns;
+				c->bad_state_seq = ns > c->bad_state_seq ? ns : c->bad_state_seq;
+				snprintf(c->bad_state, sizeof c->bad_state,
+					 "pack '%s' at offset %" PRIu64 ": %s", name, off,
+					 ferry_errmsg(r));
+			}
+			ferry_err_clear();
 			if ((r = resync(c, fd, off, size, version, &off)) < 0)
 				goto out;
 			continue;
@@ -524,15 +529,15 @@ static int build(struct rcv *c, const char *tmp)
 			     &c->st_node)) < 0 ||
 	    (r = scan_packs(c)) < 0)
 		return r;
+	if (c->bad_state_unknown || (c->bad_state_seq && c->bad_state_seq >= c->rep->seq))
+		return ferry_err(FERR_CORRUPT, "pool '%s': a checkpoint that may be the newest is"
+				 " damaged (%s); the newest state cannot be known. A pack that is"
+				 " known to be old can be moved out of packs/", c->q.name,
+				 c->bad_state);
 	if (!c->state)
 		return ferry_err(FERR_NOENT, "pool '%s': no checkpoint of its catalogue in the packs"
 				 " (a version-1 pool has none: 'ferry pool upgrade' while its"
 				 " catalogue is good)", c->q.name);
-	if (c->bad_state_unknown || c->bad_state_seq >= c->rep->seq)
-		return ferry_err(FERR_CORRUPT, "pool '%s': a checkpoint that may be the newest is"
-				 " damaged (%s); the newest state cannot be known. A pack that is"
-				 " known to be old can be moved out of packs/", c->q.name,
-				 c->rep->first_bad);
 	if ((r = load_state(c)) < 0 || (r = check_trees(c)) < 0 || (r = cat_exec(&c->q, "COMMIT")) < 0)
 		return r;
 	sqlite3_finalize(c->st_pack);

@@ -715,8 +715,10 @@ void writer_forget(struct store_writer *w)
 }
 
 /* In a pool that keeps records: the nodes this snapshot adds (those the
- * pool lacks) as node records at the end of the writer's pack, so they
- * are fsynced with its blocks before the commit names them. A node's
+ * pool lacks) as node records in a pack of their own among the writer's,
+ * so they are fsynced with its blocks before the commit names them. Not
+ * after the blocks in the same pack: a data pack ends with its last
+ * block, as readers and scrub's checks of a pack's end expect. A node's
  * bytes are the pending row's, borrowed until the next step. */
 static int put_node_records(struct store_writer *w)
 {
@@ -729,6 +731,7 @@ static int put_node_records(struct store_writer *w)
 				   " EXISTS (SELECT 1 FROM main.nodes m WHERE m.hash = n.hash)",
 			     &st)) < 0)
 		return r;
+	int first = 1;
 	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
 		const uint8_t *h = sqlite3_column_blob(st, 0);
 		int type = sqlite3_column_int(st, 1);
@@ -738,8 +741,9 @@ static int put_node_records(struct store_writer *w)
 			r = ferry_err(FERR_CORRUPT, "a pending node row is malformed");
 			goto out;
 		}
-		if ((w->cur < 0 || w->cur_size >= PACK_TARGET_SIZE) && (r = open_new_pack(w)) < 0)
+		if ((first || w->cur_size >= PACK_TARGET_SIZE) && (r = open_new_pack(w)) < 0)
 			goto out;
+		first = 0;
 		pack_nod_hdr_put(hdr, type, (uint32_t)len, h);
 		size_t need = sizeof hdr + len;
 		if (w->buflen + need > WBUF_SIZE && (r = flush_buf(w)) < 0)
