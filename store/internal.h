@@ -124,6 +124,13 @@ int quota_check_set(struct store_pool *p, const struct store_ds *ds, const char 
  * ancestors leave (zfs's available). */
 int quota_available(struct store_pool *p, const struct store_ds *ds, uint64_t *avail) FERRY_WUR;
 
+/* recover.c, for pool.c's open: when a recover was killed after its new
+ * catalogue became whole and durable (catalog.db.recover in dir),
+ * finishes what it was doing: the old catalog.db and -wal go aside as
+ * catalog.db.damaged-<time> (that name in damaged, when there was one),
+ * -shm goes, and the new file becomes catalog.db. 0 when there is none. */
+int recover_finish(const char *dir, char *damaged, size_t n) FERRY_WUR;
+
 /* Writes the marker file ferry.pool of the pool at dir, crash-safely,
  * with this ferry's format version (pool.c; recover.c upgrades). */
 int pool_write_marker(const char *dir) FERRY_WUR;

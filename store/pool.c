@@ -140,6 +140,9 @@ static int pool_open_path(const char *name, const char *path, int flags, struct 
 	int r;
 	if ((r = check_marker(path)) < 0)
 		return r;
+	/* a recover killed after its commit point: finished first */
+	if ((r = recover_finish(path, NULL, 0)) < 0)
+		return r;
 	if ((r = pool_alloc(name, path, flags, &p)) < 0)
 		return r;
 	if ((r = cat_open(p, 0)) < 0)

@@ -9,7 +9,9 @@
  * record gives the datasets, properties, snapshots, bookmarks and holds;
  * each snapshot's block references are its tree's blocks, which also
  * proves the tree whole. Only then is the file made durable and renamed
- * into place, the old files kept aside. */
+ * to catalog.db.recover, the commit point: from there recover_finish
+ * (run by recover, and by any open that finds the file after a crash)
+ * keeps the old files aside and renames it to catalog.db. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +26,8 @@
 
 #include "internal.h"
 
-#define RECOVER_TMP "catalog.db.recover"
+#define RECOVER_TMP "catalog.db.recover-tmp" /* being built */
+#define RECOVER_READY "catalog.db.recover"   /* whole and durable: to be swapped in */
 #define RESYNC_WINDOW ((size_t)64 << 10)
 
 struct rcv {
@@ -563,32 +566,52 @@ static int move_aside(const char *from, const char *to)
 	return io_rename(from, to);
 }
 
-static int swap_in(struct rcv *c, const char *tmp)
+int recover_finish(const char *dir, char *damaged, size_t n)
 {
-	char db[PATH_MAX + 64], side[PATH_MAX + 96], a[PATH_MAX + 96], b[PATH_MAX + 96];
-	char stamp[32];
+	char db[PATH_MAX + 64], ready[PATH_MAX + 64], side[PATH_MAX + 96], a[PATH_MAX + 96],
+		b[PATH_MAX + 96], stamp[32];
 	time_t now = (time_t)(ferry_now_ns() / 1000000000u);
 	struct tm tm;
+	struct stat sb;
 	int r;
+	snprintf(ready, sizeof ready, "%s/%s", dir, RECOVER_READY);
+	if (lstat(ready, &sb) != 0)
+		return errno == ENOENT ? 0 : ferry_err_errno(errno, "cannot stat '%s'", ready);
 	gmtime_r(&now, &tm);
 	strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-	snprintf(db, sizeof db, "%s/%s", c->q.path, STORE_CATALOG);
+	snprintf(db, sizeof db, "%s/%s", dir, STORE_CATALOG);
 	snprintf(side, sizeof side, "%s.damaged-%s", db, stamp);
 	snprintf(a, sizeof a, "%s-wal", db);
 	snprintf(b, sizeof b, "%s-wal", side);
-	/* the WAL first: SQLite would apply an old WAL to the new file */
+	/* the WAL first: SQLite would apply the old one to the new file */
 	if ((r = move_aside(a, b)) < 0)
 		return r;
 	snprintf(a, sizeof a, "%s-shm", db);
 	if ((r = io_unlink(a)) < 0 && r != -FERR_NOENT)
 		return r;
 	ferry_err_clear();
-	struct stat sb;
-	if (lstat(db, &sb) == 0)
-		snprintf(c->rep->damaged, sizeof c->rep->damaged, "%s", side);
-	if ((r = move_aside(db, side)) < 0 || (r = io_rename(tmp, db)) < 0)
+	if (lstat(db, &sb) == 0 && damaged)
+		snprintf(damaged, n, "%s", side);
+	if ((r = move_aside(db, side)) < 0)
 		return r;
-	return io_fsync_dir(c->q.path);
+	/* another process may have finished it meanwhile */
+	if ((r = io_rename(ready, db)) == -FERR_NOENT)
+		ferry_err_clear();
+	else if (r < 0)
+		return r;
+	return io_fsync_dir(dir);
+}
+
+/* The commit point: the new catalogue, whole and durable, under the
+ * name that makes every later open (or this recover) finish the swap. */
+static int swap_in(struct rcv *c, const char *tmp)
+{
+	char ready[PATH_MAX + 64];
+	int r;
+	snprintf(ready, sizeof ready, "%s/%s", c->q.path, RECOVER_READY);
+	if ((r = io_rename(tmp, ready)) < 0 || (r = io_fsync_dir(c->q.path)) < 0)
+		return r;
+	return recover_finish(c->q.path, c->rep->damaged, sizeof c->rep->damaged);
 }
 
 int store_pool_recover(const char *name, int dry_run, struct store_recover_report *rep)
@@ -613,7 +636,9 @@ int store_pool_recover(const char *name, int dry_run, struct store_recover_repor
 		r = ferry_err(FERR_NOMEM, "recovering pool '%s'", name);
 		goto out;
 	}
-	if ((r = build(&c, tmp)) < 0)
+	/* a recover killed after its commit point is finished first */
+	if ((r = recover_finish(path, rep->damaged, sizeof rep->damaged)) < 0 ||
+	    (r = build(&c, tmp)) < 0)
 		goto out;
 	if (!dry_run)
 		r = swap_in(&c, tmp);
