@@ -577,8 +577,9 @@ static int sweep_packs(struct gc *g)
 			gc_progress(g);
 		}
 	for (size_t i = 0; i < n && r == 0; i++)
-		if (!v[i].keep && (v[i].live != 0 || v[i].nlive != 0)) {
-			r = rewrite_pack(g, &o, &v[i]);
+		if (v[i].keep || v[i].live != 0 || v[i].nlive != 0) {
+			if (!v[i].keep) /* the newest checkpoint stays as it is */
+				r = rewrite_pack(g, &o, &v[i]);
 			g->pg.done += v[i].size;
 			gc_progress(g);
 		}

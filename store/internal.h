@@ -57,6 +57,10 @@ void catvfs_site_put(struct cat_site *s);
 /* Pack writers open on the pool in this process: while there is one, the
  * catalogue's writes do not draw on the reserve. */
 void catvfs_writers(struct cat_site *s, int delta);
+/* For the catalogue's other writes on a full disk (a checkpoint,
+ * records.c): frees up to want bytes of the reserve, as the VFS does for
+ * its own, unless a pack writer is open; returns how many. */
+uint64_t catvfs_reserve_take(struct cat_site *s, uint64_t want);
 
 /* The reserve (reserve.c; see there). reserve_ensure grows POOL/reserve to
  * its size; when it cannot, RESERVE_STRICT gives -FERR_NOSPC saying why,
@@ -241,8 +245,11 @@ struct rec_table {
 };
 #define REC_NTABLES 8
 extern const struct rec_table rec_tables[REC_NTABLES];
-/* The name of the pack of checkpoint seq ("r<16 hex>.pack"). */
+/* The name of the pack of checkpoint seq ("r<16 hex>.pack"); the seq a
+ * name gives, that of a checkpoint's pack or (tmp) of its temporary file
+ * (".r<16 hex>.tmp"), 0 for any other name. */
 void rec_pack_name(uint64_t seq, char name[32]);
+uint64_t rec_name_seq(const char *name, int tmp);
 /* In the outermost transaction, before its COMMIT (catalog.c): when p
  * keeps records and the state the transaction leaves differs from the
  * last checkpoint's, writes a new checkpoint pack durably and records

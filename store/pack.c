@@ -164,9 +164,23 @@ int pack_orphans_each(struct store_pool *p, pack_orphan_fn fn, void *arg)
 		closedir(d);
 		return r;
 	}
+	/* A checkpoint's pack (records.c) is written before the transaction
+	 * that names it commits, outside the gc lock: one of a seq past the
+	 * committed one may be in flight, and is no orphan; the temporary
+	 * file of a committed seq is one (a kill left it). */
+	char seqbuf[32];
+	uint64_t committed = 0;
+	if (p->records && cat_meta_get(p, "rec_seq", seqbuf, sizeof seqbuf) == 0)
+		committed = strtoull(seqbuf, NULL, 10);
+	ferry_err_clear();
 	struct dirent *de;
 	while (r == 0 && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
+		uint64_t ts = rec_name_seq(de->d_name, 1);
+		if (ts && ts <= committed) {
+			r = fn(arg, dirfd(d), de->d_name, dir);
+			continue;
+		}
+		if (de->d_name[0] == '.' || rec_name_seq(de->d_name, 0) > committed)
 			continue;
 		/* an orphan is decided on this lookup alone: a bind that failed
 		 * (no memory) would look up NULL and find nothing, so it stops

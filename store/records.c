@@ -249,6 +249,46 @@ void rec_pack_name(uint64_t seq, char name[32])
 	snprintf(name, 32, "r%016" PRIx64 ".pack", seq);
 }
 
+uint64_t rec_name_seq(const char *name, int tmp)
+{
+	char *end;
+	size_t off = tmp ? 1 : 0;
+	const char *tail = tmp ? ".tmp" : ".pack";
+	if (name[off] != 'r' || strlen(name) != off + 17 + strlen(tail) ||
+	    strcmp(name + off + 17, tail) || (tmp && name[0] != '.'))
+		return 0;
+	uint64_t v = strtoull(name + off + 1, &end, 16);
+	return end == name + off + 17 ? v : 0;
+}
+
+/* The checkpoint's pack, crash-safely: its temporary file is named by
+ * the seq (".r<seq>.tmp"), so one a kill left is the next checkpoint's of
+ * that seq to overwrite, and the sweep's to remove once that seq is
+ * committed (pack_orphans_each); never a file nobody reclaims. */
+static int write_durably(const char *dir, uint64_t seq, const char *name, const void *data,
+			 size_t len)
+{
+	char tmp[PATH_MAX + 40], dst[PATH_MAX + 40];
+	int fd = -1, r;
+	snprintf(tmp, sizeof tmp, "%s/.r%016" PRIx64 ".tmp", dir, seq);
+	snprintf(dst, sizeof dst, "%s/%s", dir, name);
+	if ((r = io_open_create(tmp, O_WRONLY | O_TRUNC, STORE_FILE_MODE, &fd)) < 0)
+		return r;
+	if (fchmod(fd, STORE_FILE_MODE) != 0)
+		r = ferry_err_errno(errno, "cannot set the mode of '%s'", tmp);
+	if (r == 0 && (r = io_write_full(fd, data, len)) == 0)
+		r = io_fsync(fd, "a checkpoint");
+	close(fd);
+	if (r == 0 && (r = io_rename(tmp, dst)) == 0)
+		return io_fsync_dir(dir);
+	struct ferry_errsave e;
+	ferry_err_save(&e);
+	if (io_unlink(tmp) < 0) /* else the next checkpoint of seq overwrites it */
+		ferry_err_clear();
+	ferry_err_restore(&e);
+	return r;
+}
+
 int rec_checkpoint(struct store_pool *p)
 {
 	char hex[FERRY_HASH_HEX], last[FERRY_HASH_HEX + 8], buf[32], name[32], dir[PATH_MAX];
@@ -290,22 +330,34 @@ int rec_checkpoint(struct store_pool *p)
 	hash_final(&hs, hd + 24);
 	rec_pack_name(seq, name);
 	snprintf(dir, sizeof dir, "%s/%s", p->path, PACK_DIR);
-	/* durable before the COMMIT it describes (write, fsync, rename,
-	 * fsync packs/); a file of this name left by a commit that never
-	 * happened is replaced */
-	if ((r = io_write_file_atomic(dir, name, out.data, out.len, STORE_FILE_MODE)) < 0)
-		goto out;
-	/* if the transaction does not commit, the file goes (pack_tx_end) */
+	/* if the transaction does not commit, the file goes (pack_tx_end),
+	 * even one this write renamed into place before its last fsync
+	 * failed; listed first, so nothing can leave it behind */
 	if (p->ntx_packs == p->cap_tx_packs) {
 		size_t nc = p->cap_tx_packs ? 2 * p->cap_tx_packs : 8;
 		void *nv = realloc(p->tx_packs, nc * sizeof *p->tx_packs);
-		if (nv) {
-			p->tx_packs = nv;
-			p->cap_tx_packs = nc;
+		if (!nv) {
+			r = ferry_err(FERR_NOMEM, "writing a checkpoint");
+			goto out;
 		}
+		p->tx_packs = nv;
+		p->cap_tx_packs = nc;
 	}
-	if (p->ntx_packs < p->cap_tx_packs)
-		memcpy(p->tx_packs[p->ntx_packs++], name, 32);
+	memcpy(p->tx_packs[p->ntx_packs++], name, 32);
+	/* durable before the COMMIT it describes (write, fsync, rename,
+	 * fsync packs/); a file of this name left by a commit that never
+	 * happened is replaced */
+	r = write_durably(dir, seq, name, out.data, out.len);
+	/* on a full disk, destroy and gc still work: their checkpoint may
+	 * draw on the reserve as their catalogue writes do */
+	if (r == -FERR_NOSPC && catvfs_reserve_take(p->site, out.len + ((uint64_t)64 << 10)) > 0) {
+		ferry_err_clear();
+		r = write_durably(dir, seq, name, out.data, out.len);
+	}
+	if (r == -FERR_NOSPC)
+		r = pool_nospace(p);
+	if (r < 0)
+		goto out;
 	if ((r = cat_prepare(p, "INSERT OR REPLACE INTO packs(id, name, size) VALUES("
 			       "(SELECT id FROM packs WHERE name = ?1), ?1, ?2)", &st)) < 0)
 		goto out;

@@ -111,16 +111,6 @@ static int resync(struct rcv *c, int fd, uint64_t off, uint64_t size, int versio
 	return 0;
 }
 
-/* The seq a checkpoint pack's name gives ("r<16 hex>.pack"), or 0. */
-static uint64_t name_seq(const char *name)
-{
-	char *end;
-	if (name[0] != 'r' || strlen(name) != 22 || strcmp(name + 17, ".pack"))
-		return 0;
-	uint64_t v = strtoull(name + 1, &end, 16);
-	return end == name + 17 ? v : 0;
-}
-
 static int scan_pack(struct rcv *c, const char *dir, const char *name)
 {
 	char path[PATH_MAX];
@@ -142,8 +132,8 @@ static int scan_pack(struct rcv *c, const char *dir, const char *name)
 	if (got < PACK_HDR_LEN || pack_hdr_get(h, &version) < 0) {
 		ferry_err_clear();
 		note_bad(c, name, 0, "not a pack (bad header)");
-		if (name_seq(name) > c->bad_state_seq) {
-			c->bad_state_seq = name_seq(name);
+		if (rec_name_seq(name, 0) > c->bad_state_seq) {
+			c->bad_state_seq = rec_name_seq(name, 0);
 			snprintf(c->bad_state, sizeof c->bad_state, "pack '%s': bad header", name);
 		}
 		r = 0;
@@ -167,7 +157,7 @@ static int scan_pack(struct rcv *c, const char *dir, const char *name)
 			note_bad(c, name, off, ferry_errmsg(r));
 			free(big);
 			/* a state record that fails is judged by its file's name */
-			uint64_t ns = name_seq(name);
+			uint64_t ns = rec_name_seq(name, 0);
 			if ((!ns && x.kind == PACK_REC_STATE) || ns > c->bad_state_seq) {
 				c->bad_state_unknown |= !ns;
 				c->bad_state_seq = ns > c->bad_state_seq ? ns : c->bad_state_seq;

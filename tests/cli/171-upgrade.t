@@ -1,6 +1,6 @@
 #!/bin/sh
 # pool upgrade (issue 15, item 3): a pool of format version 1 (made by
-# ferry 9739357: tests/vectors/pools/v1.tar.gz, with two filesystems, a
+# ferry 9739357: tests/cli/pool-v1.tar.gz, with two filesystems, a
 # child, a volume, a received dataset, a hold, a bookmark, local and
 # received properties) keeps opening and working as before; recover
 # refuses it (its packs hold no records); `pool upgrade` writes the
@@ -9,7 +9,7 @@
 
 P=$T/p/old
 mkdir -p "$P"
-tar -C "$P" -xzf "$FERRY_SRC/tests/vectors/pools/v1.tar.gz"
+tar -C "$P" -xzf "$FERRY_SRC/tests/cli/pool-v1.tar.gz"
 chmod -R go= "$P"
 run ferry pool import "$P" tank
 is "$rc" 0 "a version-1 pool imports"
