@@ -1,7 +1,7 @@
 /* store/recover.c — `ferry pool recover`: a new catalogue built from the
- * packs alone (docs/ferry-nodes.md, "Recover"), checked, then swapped in;
- * and `ferry pool upgrade`, which gives a version-1 pool the records
- * recover needs.
+ * packs alone (docs/ferry-nodes.md, "Recover"), checked, then swapped in
+ * (`ferry pool upgrade`, which gives a version-1 pool the records recover
+ * needs, is in records.c).
  *
  * Recover never opens the old catalogue: it may be missing or damaged
  * anywhere. It reads every pack in name order, every record checked
@@ -649,107 +649,6 @@ out:
 	free(c.scratch);
 	free(c.state);
 	free(c.stack);
-	close(lock);
-	return r;
-}
-
-/* ---- upgrade: a version-1 pool gets its records ------------------------------------- */
-
-/* Every node of the catalogue into one new pack, made durable; its name
- * in name. */
-static int write_all_nodes(struct store_pool *p, char name[32])
-{
-	sqlite3_stmt *st = NULL;
-	uint8_t hdr[PACK_NOD_HDR_LEN];
-	char what[64];
-	int r, s, fd = -1;
-	if ((r = pack_create(p, &fd, name)) < 0)
-		return r;
-	if ((r = cat_prepare(p, "SELECT hash, type, data FROM nodes", &st)) < 0)
-		goto out;
-	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		size_t len = (size_t)sqlite3_column_bytes(st, 2);
-		const void *d = sqlite3_column_blob(st, 2);
-		if (sqlite3_column_bytes(st, 0) != FERRY_HASH_LEN || len > NODE_MAX) {
-			r = ferry_err(FERR_CORRUPT, "a node row is malformed");
-			goto out;
-		}
-		pack_nod_hdr_put(hdr, sqlite3_column_int(st, 1), (uint32_t)len,
-				 sqlite3_column_blob(st, 0));
-		if ((r = io_write_full(fd, hdr, sizeof hdr)) < 0 ||
-		    (len && (r = io_write_full(fd, d, len)) < 0))
-			goto out;
-	}
-	if (s != SQLITE_DONE) {
-		r = cat_err(p, "reading the nodes");
-		goto out;
-	}
-	snprintf(what, sizeof what, "pack '%s'", name);
-	if ((r = io_fsync(fd, what)) < 0 || (r = pack_sync_dir_quiet(p)) < 0)
-		goto out;
-out:
-	sqlite3_finalize(st);
-	if (fd >= 0)
-		close(fd);
-	if (r < 0) {
-		(void)pack_unlink_quiet(p, name);
-		(void)pack_sync_dir_quiet(p);
-	}
-	return r;
-}
-
-int store_pool_upgrade(struct store_pool *p, int *from)
-{
-	char name[32], buf[16];
-	struct stat sb;
-	char path[PATH_MAX];
-	int r, lock = -1;
-	*from = p->records ? 2 : 1;
-	if (p->records)
-		return 0;
-	if (p->flags & STORE_OPEN_RDONLY)
-		return ferry_err(FERR_PERM, "pool '%s' is open read-only", p->name);
-	/* no writer alive, so every node is in the table being copied */
-	if ((r = pack_lock(p, 1, &lock)) < 0)
-		return r;
-	p->records = 1; /* the new pack's header: version 2 */
-	if ((r = write_all_nodes(p, name)) < 0)
-		goto out;
-	pack_path(p, name, path, sizeof path);
-	if (stat(path, &sb) != 0) {
-		r = ferry_err_errno(errno, "cannot stat pack '%s'", path);
-		(void)pack_unlink_quiet(p, name);
-		goto out;
-	}
-	/* the first checkpoint is written by this commit (rec_checkpoint) */
-	snprintf(buf, sizeof buf, "%d", STORE_FORMAT_VERSION);
-	sqlite3_stmt *st = NULL;
-	if ((r = store_tx_begin(p)) < 0) {
-		(void)pack_unlink_quiet(p, name);
-		goto out;
-	}
-	if ((r = cat_prepare(p, "INSERT INTO packs(name, size) VALUES(?, ?)", &st)) == 0) {
-		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 2, (int64_t)sb.st_size);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			r = cat_err(p, "recording a pack");
-	}
-	sqlite3_finalize(st);
-	if (r == 0)
-		r = cat_meta_set(p, "format_version", buf);
-	if (r < 0) {
-		store_tx_rollback(p);
-		(void)pack_unlink_quiet(p, name);
-		goto out;
-	}
-	if ((r = store_tx_commit(p)) < 0) {
-		(void)pack_unlink_quiet(p, name);
-		goto out;
-	}
-	r = pool_write_marker(p->path);
-out:
-	if (r < 0)
-		p->records = 0;
 	close(lock);
 	return r;
 }
