@@ -1,4 +1,4 @@
-/* cli/cmd_pool.c — ferry pool create|import|export|list|status. */
+/* cli/cmd_pool.c — ferry pool create|import|export|list|status|recover|upgrade. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -311,10 +311,78 @@ static int pool_status(int argc, char **argv)
 	return rc;
 }
 
+/* ferry pool recover [-n] NAME: the catalogue rebuilt from the packs
+ * (store_pool_recover). Exit 0 when rebuilt (or, with -n, rebuildable),
+ * 3 when rebuilt but damaged records were skipped, 1 when refused (nothing
+ * changed). */
+static int pool_recover(int argc, char **argv)
+{
+	struct store_recover_report rep;
+	int c, r, dry = 0;
+	optind = 1;
+	while ((c = cli_getopt(argc, argv, "pool recover", "n", NULL)) != -1) {
+		if (c == 'n')
+			dry = 1;
+		else
+			return cli_opt_end();
+	}
+	if (argc - optind != 1)
+		return cli_usage("usage: ferry pool recover [-n] NAME");
+	const char *name = argv[optind];
+	r = store_pool_recover(name, dry, &rep);
+	if (r < 0) {
+		if (rep.bad_records)
+			cli_warn("skipped %" PRIu64 " damaged record%s (first: %s)", rep.bad_records,
+				 rep.bad_records == 1 ? "" : "s", rep.first_bad);
+		return cli_fail(r, "cannot recover pool '%s'", name);
+	}
+	printf("%s pool '%s' from %" PRIu64 " pack%s: checkpoint %" PRIu64 " (%s), %" PRIu64
+	       " dataset%s, %" PRIu64 " snapshot%s, %" PRIu64 " bookmark%s, %" PRIu64 " hold%s, %"
+	       PRIu64 " propert%s; %" PRIu64 " blocks, %" PRIu64 " nodes\n",
+	       dry ? "would rebuild" : "rebuilt", name, rep.packs, rep.packs == 1 ? "" : "s", rep.seq,
+	       rep.state_pack, rep.datasets, rep.datasets == 1 ? "" : "s", rep.snapshots,
+	       rep.snapshots == 1 ? "" : "s", rep.bookmarks, rep.bookmarks == 1 ? "" : "s", rep.holds,
+	       rep.holds == 1 ? "" : "s", rep.props, rep.props == 1 ? "y" : "ies", rep.blocks,
+	       rep.nodes);
+	if (rep.damaged[0])
+		printf("the old catalogue is kept as %s\n", rep.damaged);
+	if (rep.bad_records) {
+		cli_warn("skipped %" PRIu64 " damaged record%s (first: %s)", rep.bad_records,
+			 rep.bad_records == 1 ? "" : "s", rep.first_bad);
+		return EXIT_PARTIAL;
+	}
+	return EXIT_OK;
+}
+
+/* ferry pool upgrade NAME: a version-1 pool gets the records recover
+ * needs (store_pool_upgrade). */
+static int pool_upgrade(int argc, char **argv)
+{
+	struct store_pool *p = NULL;
+	int r, from = 0;
+	if ((r = cli_no_options(argc, argv, "pool upgrade")) >= 0)
+		return r;
+	argc -= optind - 1;
+	argv += optind - 1;
+	if (argc != 2)
+		return cli_usage("usage: ferry pool upgrade NAME");
+	if ((r = store_pool_open(argv[1], 0, &p)) < 0 || (r = store_pool_upgrade(p, &from)) < 0) {
+		store_pool_close(p);
+		return cli_fail(r, "cannot upgrade pool '%s'", argv[1]);
+	}
+	store_pool_close(p);
+	if (from == STORE_FORMAT_VERSION)
+		printf("pool '%s' is already at format version %d\n", argv[1], STORE_FORMAT_VERSION);
+	else
+		printf("pool '%s' upgraded from format version %d to %d\n", argv[1], from,
+		       STORE_FORMAT_VERSION);
+	return EXIT_OK;
+}
+
 int cmd_pool(int argc, char **argv)
 {
 	if (argc < 2)
-		return cli_usage("usage: ferry pool create|import|export|list|status ...");
+		return cli_usage("usage: ferry pool create|import|export|list|status|recover|upgrade ...");
 	const char *sub = argv[1];
 	if (!strcmp(sub, "-h") || !strcmp(sub, "--help"))
 		return cli_help("pool", stdout), EXIT_HELP_DONE;
@@ -328,5 +396,10 @@ int cmd_pool(int argc, char **argv)
 		return pool_list(argc - 1, argv + 1);
 	if (!strcmp(sub, "status"))
 		return pool_status(argc - 1, argv + 1);
-	return cli_usage("unknown pool command '%s' (create, import, export, list, status)", sub);
+	if (!strcmp(sub, "recover"))
+		return pool_recover(argc - 1, argv + 1);
+	if (!strcmp(sub, "upgrade"))
+		return pool_upgrade(argc - 1, argv + 1);
+	return cli_usage("unknown pool command '%s' (create, import, export, list, status, recover,"
+			 " upgrade)", sub);
 }

@@ -23,6 +23,8 @@ static const struct cli_cmd commands[] = {
 	{"pool export", NULL, "pool export NAME"},
 	{"pool list", NULL, "pool list [-H] [-p] [--json] [NAME]..."},
 	{"pool status", NULL, "pool status [-v] [--json] [NAME]..."},
+	{"pool recover", NULL, "pool recover [-n] NAME"},
+	{"pool upgrade", NULL, "pool upgrade NAME"},
 	{"create", cmd_create, "create [-p] [-V size [-b blocksize]] [-o prop=val]... DATASET"},
 	{"destroy", cmd_destroy, "destroy [-r] [-n] [-v] [-p] [--json] DATASET\n"
 				 "destroy [-r|-R] [-d] [-f] [-n] [-v] [-p] [--json] DATASET@SNAP[%SNAP][,SNAP]...\n"

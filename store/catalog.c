@@ -455,7 +455,7 @@ int store_tx_commit(struct store_pool *p)
 		else
 			r = ferry_err(FERR_CATALOG, "transaction aborted by an earlier error");
 		tx_leave_after_error(p);
-	} else if ((r = cat_exec(p, "COMMIT")) < 0) {
+	} else if ((r = rec_checkpoint(p)) < 0 || (r = cat_exec(p, "COMMIT")) < 0) {
 		tx_leave_after_error(p);
 	}
 	pack_tx_end(p, r == 0);

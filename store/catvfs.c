@@ -124,6 +124,18 @@ static int site_take(struct cat_site *s, int shm)
 	return r;
 }
 
+uint64_t catvfs_reserve_take(struct cat_site *s, uint64_t want)
+{
+	uint64_t r = 0;
+	if (!s)
+		return 0;
+	pthread_mutex_lock(&site_mu);
+	if (s->writers == 0)
+		r = reserve_take(s->dir, want);
+	pthread_mutex_unlock(&site_mu);
+	return r;
+}
+
 /* ---- the file ------------------------------------------------------------ */
 
 struct cat_file {

@@ -62,64 +62,16 @@ static int mark(struct gc *g, const uint8_t *h)
 	return sqlite3_changes(g->p->db) > 0;
 }
 
+static int push_child(void *arg, int is_block, const uint8_t *h)
+{
+	(void)is_block; /* node_children gives blocks only when asked */
+	return push(arg, h);
+}
+
 /* Pushes the children of one node (already read into g->buf). */
 static int children(struct gc *g, int type)
 {
-	const uint8_t *b = g->buf.data;
-	size_t len = g->buf.len;
-	int r = 0;
-	if (type == NODE_DIR) {
-		struct node_dir d;
-		memset(&d, 0, sizeof d);
-		if ((r = node_dir_decode(b, len, &d)) < 0) {
-			node_dir_release(&d);
-			return r;
-		}
-		for (size_t i = 0; i < d.n && r == 0; i++)
-			if (d.ents[i].child_type)
-				r = push(g, d.ents[i].child);
-		node_dir_release(&d);
-		return r;
-	}
-	if (type == NODE_BLOCKLIST_INDEX) {
-		struct node_index_child *k = NULL;
-		size_t n = 0;
-		if ((r = node_bli_decode(b, len, &k, &n)) < 0)
-			return r;
-		for (size_t i = 0; i < n && r == 0; i++)
-			r = push(g, k[i].hash);
-		free(k);
-		return r;
-	}
-	if (type != NODE_EXT)
-		return 0;
-	if (len < 1)
-		return ferry_err(FERR_CORRUPT, "empty extension node");
-	if (b[0] == NODE_EXT_ROOT) {
-		struct node_entry e;
-		struct node_xattr *xa = NULL;
-		int kind;
-		if ((r = node_root_decode(b, len, &kind, &e, &xa)) < 0)
-			return r;
-		free(xa);
-		return e.child_type ? push(g, e.child) : 0;
-	}
-	if (b[0] != NODE_EXT_DIR_INDEX || len < 5)
-		return ferry_err(FERR_CORRUPT, "unknown extension node");
-	uint32_t n = get_le32(b + 1);
-	size_t pos = 5;
-	for (uint32_t i = 0; i < n && r == 0; i++) {
-		if (len - pos < 6)
-			return ferry_err(FERR_CORRUPT, "directory index is truncated");
-		size_t fl = get_le16(b + pos + 4);
-		pos += 6;
-		if (len - pos < fl + FERRY_HASH_LEN)
-			return ferry_err(FERR_CORRUPT, "directory index is truncated");
-		pos += fl;
-		r = push(g, b + pos);
-		pos += FERRY_HASH_LEN;
-	}
-	return r;
+	return node_children(type, g->buf.data, g->buf.len, 0, push_child, g);
 }
 
 static int mark_nodes(struct gc *g)
@@ -330,7 +282,67 @@ struct packrow {
 	int64_t id;
 	char name[64];
 	uint64_t live, size;
+	uint64_t nlive; /* bytes of node records of live nodes (records.c) */
+	int keep;       /* the newest checkpoint's pack: never swept */
 };
+
+/* ---- node records: gc keeps those of live nodes (docs/ferry-nodes.md) ---- */
+
+struct nodescan {
+	struct gc *g;
+	sqlite3_stmt *st_live;
+	int out_fd;        /* -1: count only */
+	uint64_t *out_size;
+	uint64_t bytes;
+	uint8_t *buf;
+};
+
+static int node_rec_live(void *arg, int fd, uint64_t off, const struct pack_rec *x)
+{
+	struct nodescan *s = arg;
+	int r;
+	sqlite3_reset(s->st_live);
+	sqlite3_bind_blob(s->st_live, 1, x->hash, FERRY_HASH_LEN, SQLITE_STATIC);
+	if ((r = pack_step_exists(s->g->p, s->st_live, "looking up a node")) <= 0)
+		return r;
+	size_t need = x->hdr_len + (size_t)x->payload, got = 0;
+	if (s->out_fd < 0) {
+		s->bytes += need;
+		return 0;
+	}
+	if ((r = io_pread_full(fd, s->buf, need, (off_t)off, &got)) < 0)
+		return r;
+	/* a damaged copy is not carried on (scrub reports the pack) */
+	if (got != need || pack_rec_verify(s->buf, x, s->buf + x->hdr_len, NULL) < 0) {
+		ferry_err_clear();
+		return 0;
+	}
+	if ((r = io_write_full(s->out_fd, s->buf, need)) < 0)
+		return r;
+	*s->out_size += need;
+	s->bytes += need;
+	return 0;
+}
+
+/* The bytes of live node records in pack name; with out_fd >= 0 they are
+ * also copied there (*out_size grows). */
+static int node_recs(struct gc *g, const char *name, int out_fd, uint64_t *out_size,
+		     uint64_t *bytes)
+{
+	struct nodescan s = {g, NULL, out_fd, out_size, 0, NULL};
+	int r;
+	*bytes = 0;
+	if (!g->p->records)
+		return 0;
+	if (out_fd >= 0 && !(s.buf = malloc(PACK_NOD_HDR_LEN + NODE_MAX)))
+		return ferry_err(FERR_NOMEM, "collecting garbage");
+	if ((r = cat_prepare(g->p, "SELECT 1 FROM nodes WHERE hash = ?", &s.st_live)) == 0)
+		r = pack_nodes_each(g->p, name, node_rec_live, &s);
+	sqlite3_finalize(s.st_live);
+	free(s.buf);
+	*bytes = s.bytes;
+	return r;
+}
 
 /* The pack a rewrite copies live blocks into. */
 struct gcout {
@@ -387,7 +399,10 @@ static int delete_dead(struct gc *g, const struct packrow *k)
 	}
 	if ((r = store_tx_commit(p)) < 0 || (r = pack_unlink(p, k->name, 1)) < 0)
 		return r;
-	g->st->packs_deleted++;
+	/* an old checkpoint's pack is the records' bookkeeping, not data:
+	 * "packs deleted" stays the count of data packs */
+	if (k->name[0] != 'r')
+		g->st->packs_deleted++;
 	return 0;
 }
 
@@ -451,8 +466,13 @@ static int move_live(struct gc *g, struct gcout *o, const struct packrow *k)
 		o->size = PACK_HDR_LEN;
 		o->committed = 0;
 	}
+	uint64_t nb;
 	if ((r = copy_live(g, k->id, k->name, o->fd, &o->size, &lv, &nlv)) < 0)
 		return r;
+	if ((r = node_recs(g, k->name, o->fd, &o->size, &nb)) < 0) {
+		free(lv);
+		return r;
+	}
 	snprintf(dir, sizeof dir, "%s/%s", p->path, PACK_DIR);
 	snprintf(what, sizeof what, "pack '%s'", o->name);
 	if ((r = io_fsync(o->fd, what)) < 0 || (r = io_fsync_dir(dir)) < 0 ||
@@ -485,8 +505,9 @@ static int rewrite_pack(struct gc *g, struct gcout *o, const struct packrow *k)
 	int r;
 	pack_path(g->p, k->name, path, sizeof path);
 	uint64_t size = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
-	if (size < PACK_HDR_LEN + k->live || size - PACK_HDR_LEN - k->live < ((uint64_t)1 << 20) ||
-	    k->live * 2 > size)
+	uint64_t live = k->live + k->nlive;
+	if (size < PACK_HDR_LEN + live || size - PACK_HDR_LEN - live < ((uint64_t)1 << 20) ||
+	    live * 2 > size)
 		return 0;
 	if ((r = move_live(g, o, k)) == -FERR_NOSPC) {
 		ferry_err_clear();
@@ -535,17 +556,30 @@ static int sweep_packs(struct gc *g)
 	for (size_t i = 0; i < n; i++)
 		g->pg.total += v[i].size;
 	gc_progress(g);
+	/* In a pool that keeps records: the newest checkpoint stays (recover
+	 * starts from it), every older one is garbage; a pack gc would
+	 * delete or rewrite for its dead blocks keeps its live node records,
+	 * which count as live bytes and move with the live blocks. */
+	char keep[64] = "";
+	if (g->p->records && cat_meta_get(g->p, "rec_pack", keep, sizeof keep) < 0)
+		ferry_err_clear(); /* none yet */
+	for (size_t i = 0; i < n && r == 0; i++) {
+		v[i].keep = !strcmp(v[i].name, keep);
+		if (!v[i].keep && v[i].live * 2 <= v[i].size)
+			r = node_recs(g, v[i].name, -1, NULL, &v[i].nlive);
+	}
 	/* Dead packs first: deleting them frees space without writing any,
 	 * so on a full disk the rewrites below may then find room. */
 	for (size_t i = 0; i < n && r == 0; i++)
-		if (v[i].live == 0) {
+		if (!v[i].keep && v[i].live == 0 && v[i].nlive == 0) {
 			r = delete_dead(g, &v[i]);
 			g->pg.done += v[i].size;
 			gc_progress(g);
 		}
 	for (size_t i = 0; i < n && r == 0; i++)
-		if (v[i].live != 0) {
-			r = rewrite_pack(g, &o, &v[i]);
+		if (v[i].keep || v[i].live != 0 || v[i].nlive != 0) {
+			if (!v[i].keep) /* the newest checkpoint stays as it is */
+				r = rewrite_pack(g, &o, &v[i]);
 			g->pg.done += v[i].size;
 			gc_progress(g);
 		}

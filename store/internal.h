@@ -42,6 +42,9 @@ struct store_pool {
 	struct cat_site *site; /* the catalogue VFS's state of this pool (catvfs.c) */
 	int txg_pinned;       /* store_txg_pin: cat_next_txg gives pin_txg ... */
 	uint64_t pin_txg;     /* ... once one is drawn (0: not yet) */
+	/* format version 2: nodes and checkpoints of the state are written
+	 * to the packs too (records.c); 0 in a version-1 pool */
+	int records;
 };
 
 /* The catalogue's SQLite VFS (catvfs.c): registers it (idempotent). */
@@ -54,6 +57,10 @@ void catvfs_site_put(struct cat_site *s);
 /* Pack writers open on the pool in this process: while there is one, the
  * catalogue's writes do not draw on the reserve. */
 void catvfs_writers(struct cat_site *s, int delta);
+/* For the catalogue's other writes on a full disk (a checkpoint,
+ * records.c): frees up to want bytes of the reserve, as the VFS does for
+ * its own, unless a pack writer is open; returns how many. */
+uint64_t catvfs_reserve_take(struct cat_site *s, uint64_t want);
 
 /* The reserve (reserve.c; see there). reserve_ensure grows POOL/reserve to
  * its size; when it cannot, RESERVE_STRICT gives -FERR_NOSPC saying why,
@@ -121,6 +128,17 @@ int quota_check_set(struct store_pool *p, const struct store_ds *ds, const char 
  * ancestors leave (zfs's available). */
 int quota_available(struct store_pool *p, const struct store_ds *ds, uint64_t *avail) FERRY_WUR;
 
+/* recover.c, for pool.c's open: when a recover was killed after its new
+ * catalogue became whole and durable (catalog.db.recover in dir),
+ * finishes what it was doing: the old catalog.db and -wal go aside as
+ * catalog.db.damaged-<time> (that name in damaged, when there was one),
+ * -shm goes, and the new file becomes catalog.db. 0 when there is none. */
+int recover_finish(const char *dir, char *damaged, size_t n) FERRY_WUR;
+
+/* Writes the marker file ferry.pool of the pool at dir, crash-safely,
+ * with this ferry's format version (pool.c; recover.c upgrades). */
+int pool_write_marker(const char *dir) FERRY_WUR;
+
 /* The registry (registry.c). */
 int registry_get(const char *name, char *path, size_t n) FERRY_WUR;
 int registry_put(const char *name, const char *path) FERRY_WUR;
@@ -182,6 +200,62 @@ int cat_schema_snap(struct store_pool *p) FERRY_WUR;
 #define PACK_BLK_MAGIC 0x4B4C4246u  /* "FBLK" little-endian */
 #define PACK_BLK_HDR_LEN 48         /* magic, codec, level, 2 zero, lsize, psize, hash */
 #define PACK_TARGET_SIZE ((uint64_t)64 << 20) /* a writer starts a new pack past this */
+
+/* ---- records of a version-2 pack besides blocks (records.c) ------------- */
+#define PACK_NOD_MAGIC 0x444F4E46u  /* "FNOD" */
+#define PACK_NOD_HDR_LEN 44         /* magic, type, 0, le16 0, le32 len, node hash */
+#define PACK_CAT_MAGIC 0x54414346u  /* "FCAT" */
+#define PACK_CAT_HDR_LEN 56         /* magic, le16 1, le16 0, le64 seq, le32 len, le32 0, hash */
+#define PACK_CAT_MAX ((size_t)256 << 20)
+enum { PACK_REC_BLOCK = 1, PACK_REC_NODE, PACK_REC_STATE };
+/* One record's header, parsed: kind, header and payload lengths, the
+ * hash it claims (of the logical block, the node, or the state record's
+ * header and payload), and its kind's fields. */
+struct pack_rec {
+	int kind;
+	uint32_t hdr_len;
+	uint64_t payload;
+	uint8_t hash[FERRY_HASH_LEN];
+	struct codec_spec codec; /* blocks */
+	uint32_t lsize, psize;
+	int ntype;               /* nodes */
+	uint64_t seq;            /* state records */
+};
+/* Pack header of a new pack (version 1 or 2) / parsed (-FERR_CORRUPT). */
+void pack_hdr_put(uint8_t h[PACK_HDR_LEN], int version);
+int pack_hdr_get(const uint8_t h[PACK_HDR_LEN], int *version) FERRY_WUR;
+void pack_nod_hdr_put(uint8_t *h, int type, uint32_t len, const uint8_t hash[FERRY_HASH_LEN]);
+/* Parses the record header at h (avail bytes of it present) of a pack of
+ * version: -FERR_TRUNCATED when avail is short of it, -FERR_CORRUPT when
+ * it is no valid header (caps and reserved fields checked). */
+int pack_rec_parse(const uint8_t *h, size_t avail, int version, struct pack_rec *x) FERRY_WUR;
+/* Checks payload (x->payload bytes) against the hash of header h, parsed
+ * as x; scratch holds STORE_BLOCK_MAX bytes for decoding a block. */
+int pack_rec_verify(const uint8_t *h, const struct pack_rec *x, const uint8_t *payload,
+		    uint8_t *scratch) FERRY_WUR;
+/* For gc: calls fn for every node record of pack name, in order (fd is
+ * the pack open read-only, off the record's header); a pack that is
+ * missing, of version 1 or unparsable has none, a damaged tail ends it. */
+typedef int (*pack_node_fn)(void *arg, int fd, uint64_t off, const struct pack_rec *x);
+int pack_nodes_each(struct store_pool *p, const char *name, pack_node_fn fn, void *arg) FERRY_WUR;
+/* The tables a state record holds, in order (records.c, recover.c). */
+struct rec_table {
+	int id;
+	const char *name, *cols, *types, *query;
+};
+#define REC_NTABLES 8
+extern const struct rec_table rec_tables[REC_NTABLES];
+/* The name of the pack of checkpoint seq ("r<16 hex>.pack"); the seq a
+ * name gives, that of a checkpoint's pack or (tmp) of its temporary file
+ * (".r<16 hex>.tmp"), 0 for any other name. */
+void rec_pack_name(uint64_t seq, char name[32]);
+uint64_t rec_name_seq(const char *name, int tmp);
+/* In the outermost transaction, before its COMMIT (catalog.c): when p
+ * keeps records and the state the transaction leaves differs from the
+ * last checkpoint's, writes a new checkpoint pack durably and records
+ * it (its pack row, meta rec_seq, rec_state, rec_pack) in the
+ * transaction; the file is unlinked if the transaction does not commit. */
+int rec_checkpoint(struct store_pool *p) FERRY_WUR;
 
 /* Takes the pool's gc lock: shared for writers, exclusive for gc (which
  * then fails with -FERR_BUSY rather than wait). *fd is the lock's fd;
@@ -278,6 +352,15 @@ int snap_figures(struct store_pool *p, int64_t snap_id, uint64_t *pbytes, uint64
  * inside the caller's transaction when there is one (scrub.c; repair.c
  * writes them too). */
 int scrub_tables_create(struct store_pool *p) FERRY_WUR;
+
+/* node.c, for gc.c and recover.c: calls fn(arg, 0, hash) for every node
+ * the node (type, b, len) names (directory children, index chunks and
+ * children, a root's child) and, with blocks, fn(arg, 1, hash) for every
+ * block of a blocklist; a malformed node is -FERR_CORRUPT. fn's first
+ * nonzero result stops it and is returned. */
+typedef int (*node_child_fn)(void *arg, int is_block, const uint8_t *hash);
+int node_children(int type, const uint8_t *b, size_t len, int blocks, node_child_fn fn,
+		  void *arg) FERRY_WUR;
 
 /* ---- a bounded reader over node bytes (node.c, blocklist.c) -------------
  * nrd_need before every read: "node is truncated" when fewer than n bytes

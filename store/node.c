@@ -608,3 +608,76 @@ out:
 	fbuf_release(&path);
 	return r;
 }
+
+/* ---- the children of one node ------------------------------------------------ */
+
+int node_children(int type, const uint8_t *b, size_t len, int blocks, node_child_fn fn,
+		  void *arg)
+{
+	int r = 0;
+	if (type == NODE_DIR) {
+		struct node_dir d;
+		memset(&d, 0, sizeof d);
+		if ((r = node_dir_decode(b, len, &d)) < 0) {
+			node_dir_release(&d);
+			return r;
+		}
+		for (size_t i = 0; i < d.n && r == 0; i++)
+			if (d.ents[i].child_type)
+				r = fn(arg, 0, d.ents[i].child);
+		node_dir_release(&d);
+		return r;
+	}
+	if (type == NODE_BLOCKLIST_INDEX) {
+		struct node_index_child *k = NULL;
+		size_t n = 0;
+		if ((r = node_bli_decode(b, len, &k, &n)) < 0)
+			return r;
+		for (size_t i = 0; i < n && r == 0; i++)
+			r = fn(arg, 0, k[i].hash);
+		free(k);
+		return r;
+	}
+	if (type == NODE_BLOCKLIST) {
+		struct node_extent *x = NULL;
+		size_t n = 0;
+		if (!blocks)
+			return 0;
+		if ((r = node_bl_decode(b, len, &x, &n)) < 0)
+			return r;
+		for (size_t i = 0; i < n && r == 0; i++)
+			if (!x[i].hole)
+				r = fn(arg, 1, x[i].hash);
+		free(x);
+		return r;
+	}
+	if (type != NODE_EXT)
+		return 0;
+	if (len < 1)
+		return ferry_err(FERR_CORRUPT, "empty extension node");
+	if (b[0] == NODE_EXT_ROOT) {
+		struct node_entry e;
+		struct node_xattr *xa = NULL;
+		int kind;
+		if ((r = node_root_decode(b, len, &kind, &e, &xa)) < 0)
+			return r;
+		free(xa);
+		return e.child_type ? fn(arg, 0, e.child) : 0;
+	}
+	if (b[0] != NODE_EXT_DIR_INDEX || len < 5)
+		return ferry_err(FERR_CORRUPT, "unknown extension node");
+	uint32_t n = get_le32(b + 1);
+	size_t pos = 5;
+	for (uint32_t i = 0; i < n && r == 0; i++) {
+		if (len - pos < 6)
+			return ferry_err(FERR_CORRUPT, "directory index is truncated");
+		size_t fl = get_le16(b + pos + 4);
+		pos += 6;
+		if (len - pos < fl + FERRY_HASH_LEN)
+			return ferry_err(FERR_CORRUPT, "directory index is truncated");
+		pos += fl;
+		r = fn(arg, 0, b + pos);
+		pos += FERRY_HASH_LEN;
+	}
+	return r;
+}

@@ -3,8 +3,9 @@
  * catalogue does not name. The writer (writer.c) fills them, the reader
  * (reader.c) reads them.
  *
- * A pack is PACK_HDR_LEN bytes of header ("FRYPACK1", le32 version 1, le32
- * zero) followed by blocks, each self-describing:
+ * A pack is PACK_HDR_LEN bytes of header ("FRYPACK1", le32 version 1 or 2,
+ * le32 zero) followed by blocks (and in version 2 node and state records,
+ * records.c), each self-describing:
  *   le32 "FBLK", u8 codec id, u8 level, le16 0, le32 lsize, le32 psize,
  *   32-byte BLAKE2b-256 of the logical content, then psize payload bytes,
  * so the index can be rebuilt from the packs alone. A writer never appends
@@ -95,9 +96,7 @@ int pack_create(struct store_pool *p, int *fd, char name[32])
 			continue;
 		if (r < 0)
 			return r;
-		memcpy(hdr, PACK_MAGIC, 8);
-		put_le32(hdr + 8, 1);
-		put_le32(hdr + 12, 0);
+		pack_hdr_put(hdr, p->records ? 2 : 1); /* version 2 may hold records */
 		r = io_write_full(f, hdr, sizeof hdr);
 		if (r < 0) {
 			close(f);
@@ -165,9 +164,23 @@ int pack_orphans_each(struct store_pool *p, pack_orphan_fn fn, void *arg)
 		closedir(d);
 		return r;
 	}
+	/* A checkpoint's pack (records.c) is written before the transaction
+	 * that names it commits, outside the gc lock: one of a seq past the
+	 * committed one may be in flight, and is no orphan; the temporary
+	 * file of a committed seq is one (a kill left it). */
+	char seqbuf[32];
+	uint64_t committed = 0;
+	if (p->records && cat_meta_get(p, "rec_seq", seqbuf, sizeof seqbuf) == 0)
+		committed = strtoull(seqbuf, NULL, 10);
+	ferry_err_clear();
 	struct dirent *de;
 	while (r == 0 && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
+		uint64_t ts = rec_name_seq(de->d_name, 1);
+		if (ts && ts <= committed) {
+			r = fn(arg, dirfd(d), de->d_name, dir);
+			continue;
+		}
+		if (de->d_name[0] == '.' || rec_name_seq(de->d_name, 0) > committed)
 			continue;
 		/* an orphan is decided on this lookup alone: a bind that failed
 		 * (no memory) would look up NULL and find nothing, so it stops

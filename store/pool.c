@@ -62,7 +62,7 @@ static int abs_path(const char *path, char *out, size_t n)
 	return 0;
 }
 
-static int write_marker(const char *dir)
+int pool_write_marker(const char *dir)
 {
 	char buf[64];
 	int w = snprintf(buf, sizeof buf, "ferry pool format %d\n", STORE_FORMAT_VERSION);
@@ -140,6 +140,9 @@ static int pool_open_path(const char *name, const char *path, int flags, struct 
 	int r;
 	if ((r = check_marker(path)) < 0)
 		return r;
+	/* a recover killed after its commit point: finished first */
+	if ((r = recover_finish(path, NULL, 0)) < 0)
+		return r;
 	if ((r = pool_alloc(name, path, flags, &p)) < 0)
 		return r;
 	if ((r = cat_open(p, 0)) < 0)
@@ -157,6 +160,7 @@ static int pool_open_path(const char *name, const char *path, int flags, struct 
 	}
 	if ((r = cat_schema_snap(p)) < 0)
 		goto out;
+	p->records = v >= 2;
 	*out = p;
 	p = NULL;
 out:
@@ -216,6 +220,7 @@ static int pool_build_catalog(struct store_pool *p, const char *name,
 {
 	char buf[64];
 	int r;
+	p->records = 1; /* from its first commit on */
 	if ((r = cat_open(p, 1)) < 0 || (r = store_tx_begin(p)) < 0)
 		return r;
 	snprintf(buf, sizeof buf, "%d", STORE_FORMAT_VERSION);
@@ -251,7 +256,7 @@ static int pool_build(const char *name, const char *tmp, const struct store_prop
 	act_drop(*pp); /* its path is about to change */
 	if ((r = reserve_ensure(*pp, RESERVE_STRICT)) < 0)
 		return r;
-	return write_marker(tmp);
+	return pool_write_marker(tmp);
 }
 
 int store_pool_create(const char *name, const char *path,

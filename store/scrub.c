@@ -192,9 +192,9 @@ int store_scrub_packs(struct store_pool *p, store_scrub_err_fn fn, store_scrub_o
 			r = report(fn, arg, STORE_SCRUB_PACK, v[i].name,
 				   "pack '%s': index rows reach %lld, past the %lld bytes the catalogue"
 				   " recorded", v[i].name, (long long)v[i].reach, (long long)v[i].size);
+		int version; /* 1, or 2 for a pack that may hold records (records.c) */
 		if (r == 0 && (io_pread_full(fd, hdr, sizeof hdr, 0, &got) < 0 || got != sizeof hdr ||
-			       memcmp(hdr, PACK_MAGIC, 8) || get_le32(hdr + 8) != 1 ||
-			       get_le32(hdr + 12) != 0)) {
+			       pack_hdr_get(hdr, &version) < 0)) {
 			ferry_err_clear();
 			r = report(fn, arg, STORE_SCRUB_PACK, v[i].name, "pack '%s' has a bad header",
 				   v[i].name);

@@ -10,7 +10,7 @@
 #include "../lib/lib.h"
 #include "codec.h"
 
-#define STORE_FORMAT_VERSION 1
+#define STORE_FORMAT_VERSION 2 /* 2: the packs hold nodes and checkpoints too */
 #define STORE_NAME_MAX 255     /* zfs: ZFS_MAX_DATASET_NAME_LEN - 1 */
 #define STORE_USERPROP_NAME_MAX 255
 #define STORE_USERPROP_VALUE_MAX 8192
@@ -66,6 +66,38 @@ int store_pool_import(const char *path, const char *name, char **name_out) FERRY
 int store_pool_exposed(const char *name, char *what, size_t n) FERRY_WUR;
 /* Removes name from the registry; the pool's files are untouched. */
 int store_pool_export(const char *name) FERRY_WUR;
+
+/* What store_pool_recover read and rebuilt (docs/ferry-nodes.md,
+ * "Recover"). bad_records counts the records it skipped (failed their
+ * checks, or a torn tail), first_bad says where the first was; damaged is
+ * where the old catalogue went ("" when there was none, or with dry_run). */
+struct store_recover_report {
+	uint64_t packs, blocks, nodes, bad_records;
+	uint64_t seq;          /* of the checkpoint used */
+	char state_pack[32];   /* the pack it is in */
+	uint64_t datasets, props, snapshots, bookmarks, holds;
+	char first_bad[320];
+	char damaged[4200];
+};
+/* Rebuilds the catalogue of registered pool name from its packs alone,
+ * without opening the old one (it may be missing or damaged): into a
+ * temporary file, checked (every snapshot's and bookmark's tree whole,
+ * every block a snapshot names present and passing its hash), then,
+ * unless dry_run, swapped in crash-safely with the old catalog.db (and
+ * -wal) kept as catalog.db.damaged-<UTC time>. Takes the gc lock
+ * exclusively (-FERR_BUSY while a writer, reader or gc runs). Refuses,
+ * changing nothing, when the packs hold no checkpoint (a version-1
+ * pool), when a checkpoint that may be the newest is damaged, or when a
+ * tree is not whole (-FERR_NOENT, -FERR_CORRUPT). *rep is filled either
+ * way, as far as the work went. */
+int store_pool_recover(const char *name, int dry_run, struct store_recover_report *rep) FERRY_WUR;
+/* Upgrades a version-1 pool to this ferry's format (2): every node of
+ * the catalogue is written into one new pack, then the first checkpoint
+ * and the new version commit together, then the ferry.pool marker is
+ * rewritten. *from is the version it had (2: nothing was done). Takes the
+ * gc lock exclusively (-FERR_BUSY while a writer runs). */
+struct store_pool;
+int store_pool_upgrade(struct store_pool *p, int *from) FERRY_WUR;
 
 enum { STORE_OPEN_RDONLY = 1 << 0 };
 /* Opens the registered pool name. Refuses a pool whose format is newer than

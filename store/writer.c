@@ -714,6 +714,59 @@ void writer_forget(struct store_writer *w)
 	writer_handoff(w);
 }
 
+/* In a pool that keeps records: the nodes this snapshot adds (those the
+ * pool lacks) as node records in a pack of their own among the writer's,
+ * so they are fsynced with its blocks before the commit names them. Not
+ * after the blocks in the same pack: a data pack ends with its last
+ * block, as readers and scrub's checks of a pack's end expect. A node's
+ * bytes are the pending row's, borrowed until the next step. */
+static int put_node_records(struct store_writer *w)
+{
+	sqlite3_stmt *st = NULL;
+	uint8_t hdr[PACK_NOD_HDR_LEN];
+	int r, s;
+	if (!w->p->records)
+		return 0;
+	if ((r = cat_prepare(w->p, "SELECT n.hash, n.type, n.data FROM temp.w_nodes n WHERE NOT"
+				   " EXISTS (SELECT 1 FROM main.nodes m WHERE m.hash = n.hash)",
+			     &st)) < 0)
+		return r;
+	int first = 1;
+	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+		const uint8_t *h = sqlite3_column_blob(st, 0);
+		int type = sqlite3_column_int(st, 1);
+		const uint8_t *data = sqlite3_column_blob(st, 2);
+		size_t len = (size_t)sqlite3_column_bytes(st, 2);
+		if (sqlite3_column_bytes(st, 0) != FERRY_HASH_LEN || len > NODE_MAX) {
+			r = ferry_err(FERR_CORRUPT, "a pending node row is malformed");
+			goto out;
+		}
+		if ((first || w->cur_size >= PACK_TARGET_SIZE) && (r = open_new_pack(w)) < 0)
+			goto out;
+		first = 0;
+		pack_nod_hdr_put(hdr, type, (uint32_t)len, h);
+		size_t need = sizeof hdr + len;
+		if (w->buflen + need > WBUF_SIZE && (r = flush_buf(w)) < 0)
+			goto out;
+		if (need > WBUF_SIZE) { /* as writer_put does for a big block */
+			if ((r = flush_queue(w, hdr, sizeof hdr, data, len)) < 0 ||
+			    (r = flusher_wait(w)) < 0)
+				goto out;
+		} else {
+			memcpy(w->buf + w->buflen, hdr, sizeof hdr);
+			if (len)
+				memcpy(w->buf + w->buflen + sizeof hdr, data, len);
+			w->buflen += need;
+		}
+		w->cur_size += need;
+	}
+	if (s != SQLITE_DONE)
+		r = cat_err(w->p, "reading the snapshot's new nodes");
+out:
+	sqlite3_finalize(st);
+	return r;
+}
+
 int store_writer_commit_snapshot(struct store_writer *w, const struct store_ds *ds,
 				 const char *name, const uint8_t root[FERRY_HASH_LEN],
 				 uint64_t guid, uint64_t creation_ns, int64_t *snap_id)
@@ -729,7 +782,7 @@ int store_writer_commit_snapshot(struct store_writer *w, const struct store_ds *
 		return ferry_err(FERR_NAME, "snapshot name '%s@%s' is too long", ds->name, name);
 	if ((r = store_name_check(full, STORE_NAME_SNAPSHOT)) < 0 || (r = writer_broken(w)) < 0)
 		return r;
-	if ((r = sync_packs(w)) < 0)
+	if ((r = put_node_records(w)) < 0 || (r = sync_packs(w)) < 0)
 		return writer_err(w, r);
 	if ((r = batch_end(w, 1)) < 0 || (r = store_tx_begin(p)) < 0)
 		return r;

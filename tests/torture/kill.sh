@@ -30,6 +30,9 @@
 #   scrub-repair      scrub --repair-from a send -R | recv replica of a pool
 #                     with 20 flipped blocks and a flipped node (damaged
 #                     before: restore is checked after the retry only)
+#   recover           pool recover of a healthy pool (snapshots, a bookmark,
+#                     a hold, garbage): the catalogue rebuilt from the packs,
+#                     its commit point and the swap (docs/ferry-nodes.md)
 #
 # For each, the operation first runs once under strace without injection:
 # that run is the control (its pools, after gc, are what every killed run
@@ -103,7 +106,7 @@ TREECMP=$FERRY_TOOLS/treecmp
 PRNG=$FERRY_TOOLS/prng
 SQLITE=${SQLITE:-sqlite3}
 
-SCENARIOS="capture-full capture-incr recv-full recv-incr recv-resume recv-resume-incr gc destroy-r rollback-r scrub scrub-repair"
+SCENARIOS="capture-full capture-incr recv-full recv-incr recv-resume recv-resume-incr gc destroy-r rollback-r scrub scrub-repair recover"
 # The write-class calls: every call that can change a file's bytes, size,
 # name or durability. openat/open count only with O_CREAT (see points()).
 WSET=write,pwrite64,writev,pwritev,pwritev2,fsync,fdatasync,sync_file_range,msync
@@ -237,9 +240,12 @@ props() {
 figures() { fl list -H -p -r -t all -o name,type,used,referenced,logicalused,logicalreferenced,written "$1"; }
 codecs() { fl pool status "$1" | sed -n '/CODEC/,$p'; }
 # files POOLDIR: the pool's files other than packs and the WAL's two.
+# (not the old catalogues recover keeps aside, named by the time, one per
+# run: a retried recover keeps one more than the control)
 files() {
 	(cd "$1" && find . -path './packs/*' -prune -o -print |
-		grep -v -e '^./catalog.db-wal$' -e '^./catalog.db-shm$' | LC_ALL=C sort)
+		grep -v -e '^./catalog.db-wal$' -e '^./catalog.db-shm$' -e '^./catalog.db.damaged-' |
+		LC_ALL=C sort)
 }
 # packbytes POOLDIR: how many pack files, and their bytes.
 packbytes() { find "$1/packs" -type f -printf '%s\n' | awk '{ n++; b += $1 } END { printf "%d packs, %d bytes\n", n, b }'; }
@@ -588,6 +594,20 @@ prep_scrub_repair() {
 op_scrub_repair() { $WRAP "$FERRY" scrub -q --repair-from bk tank; }
 retry_scrub_repair() { fl scrub -q --repair-from bk tank; }
 
+# pool recover: a new catalogue built beside the old one, its commit point
+# (catalog.db.recover), the swap; the state must be the same throughout
+setup_recover() { POOLS=tank KIND=atomic ALWAYS_RETRY=1; }
+prep_recover() {
+	cp -a "$W/A" "$SD/src" && fl pool create tank "$L/tank" &&
+		fl create -o source="$SD/src" -o recordsize=4K -o ferry:x=1 tank/fs &&
+		fl snapshot tank/fs@a && mutate "$SD/src" 1 && fl snapshot tank/fs@b &&
+		fl bookmark tank/fs@a tank/fs#a && fl hold keep tank/fs@a &&
+		mutate "$SD/src" 2 && fl snapshot tank/fs@c && fl destroy tank/fs@b &&
+		printf '%s\n' "tank/fs@a $W/A" "tank/fs@c $SD/src" >"$SD/expect"
+}
+op_recover() { $WRAP "$FERRY" pool recover tank; }
+retry_recover() { fl pool recover tank; }
+
 # ---- the profile and the points -----------------------------------------------------
 # points TRACE: the kill points of a profile, in the order the calls came:
 # "syscall:N" with N the call's ordinal in its thread, each once (a point
@@ -731,8 +751,9 @@ st_case() {
 		[ -n "$RESULTS" ] && echo "selftest $st_name FAILED" >>"$RESULTS"
 	fi
 }
-onepack() { ls "$L/$1/packs" | head -1; }
 sqp() { "$SQLITE" -batch "$L/$1/catalog.db" "$2"; }
+# a pack with blocks (not one of nodes or a checkpoint: docs/ferry-nodes.md)
+onepack() { sqp "$1" "SELECT k.name FROM packs k WHERE EXISTS (SELECT 1 FROM blocks b WHERE b.pack_id = k.id) ORDER BY k.name LIMIT 1;"; }
 br_rm_pack() { rm "$L/bk/packs/$(onepack bk)"; }
 br_short_pack() { _f=$L/bk/packs/$(onepack bk); truncate -s $(($(stat -c %s "$_f") - 1)) "$_f"; }
 br_grow_pack() { echo garbage >>"$L/bk/packs/$(onepack bk)"; }
