@@ -36,6 +36,9 @@ struct store_repair {
 	int fd;             /* the new pack, -1 until a block comes */
 	char name[32];
 	uint64_t size, bytes;
+	int nfd;            /* a pool with records: the replaced nodes' pack */
+	char nname[32];
+	uint64_t nsize;
 	struct rep_block *b;
 	size_t nb, capb;
 	struct rep_node *n;
@@ -50,6 +53,7 @@ int store_repair_new(struct store_pool *p, struct store_repair **out)
 		return ferry_err(FERR_NOMEM, "repairing");
 	rp->p = p;
 	rp->fd = -1;
+	rp->nfd = -1;
 	act_begin(p);
 	if ((r = pack_lock(p, 0, &rp->lock_fd)) < 0) {
 		act_end(p);
@@ -67,6 +71,10 @@ void store_repair_free(struct store_repair *rp)
 	if (rp->fd >= 0) {
 		close(rp->fd);
 		(void)pack_unlink_quiet(rp->p, rp->name); /* else an orphan gc removes */
+	}
+	if (rp->nfd >= 0) {
+		close(rp->nfd);
+		(void)pack_unlink_quiet(rp->p, rp->nname);
 	}
 	for (size_t i = 0; i < rp->nn; i++)
 		free(rp->n[i].data);
@@ -162,6 +170,32 @@ int store_repair_node(struct store_repair *rp, const struct store_scrub_err *e, 
 	return 0;
 }
 
+/* A pool that keeps records (format 2, docs/ferry-nodes.md): the replaced
+ * nodes also go to the packs, as node records in a pack of their own
+ * (a data pack ends with its last block), durable before the commit
+ * names it, so `pool recover` finds a good copy of every node the repair
+ * healed, not only the catalogue. */
+static int repair_node_records(struct store_repair *rp)
+{
+	uint8_t hdr[PACK_NOD_HDR_LEN];
+	char what[64];
+	int r;
+	if (!rp->p->records || !rp->nn)
+		return 0;
+	if ((r = pack_create(rp->p, &rp->nfd, rp->nname)) < 0)
+		return r;
+	rp->nsize = PACK_HDR_LEN;
+	for (size_t i = 0; i < rp->nn; i++) {
+		pack_nod_hdr_put(hdr, rp->n[i].type, (uint32_t)rp->n[i].len, rp->n[i].hash);
+		if ((r = io_write_full(rp->nfd, hdr, sizeof hdr)) < 0 ||
+		    (rp->n[i].len && (r = io_write_full(rp->nfd, rp->n[i].data, rp->n[i].len)) < 0))
+			return r;
+		rp->nsize += sizeof hdr + rp->n[i].len;
+	}
+	snprintf(what, sizeof what, "pack '%s'", rp->nname);
+	return io_fsync(rp->nfd, what);
+}
+
 /* Inside the repair's transaction: the new pack's row, the blocks moved
  * to it, the nodes replaced, the healed log rows gone, the old packs
  * left without a block dropped (their names into *dead). */
@@ -199,6 +233,18 @@ static int repair_rows(struct store_repair *rp, int64_t *pack_id)
 	}
 	if (r < 0)
 		return r;
+	if (rp->nfd >= 0) {
+		if ((r = cat_prepare(p, "INSERT INTO packs(name, size) VALUES(?, ?)", &st)) < 0)
+			return r;
+		sqlite3_bind_text(st, 1, rp->nname, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, (int64_t)rp->nsize);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			r = cat_err(p, "recording a pack");
+		sqlite3_finalize(st);
+		st = NULL;
+		if (r < 0)
+			return r;
+	}
 	if (rp->nn) {
 		if ((r = cat_prepare(p, "INSERT OR REPLACE INTO nodes(hash, type, data) VALUES(?, ?, ?)",
 				     &st)) < 0)
@@ -236,7 +282,8 @@ int store_repair_commit(struct store_repair *rp, uint64_t *bytes)
 	snprintf(dir, sizeof dir, "%s/%s", p->path, PACK_DIR);
 	snprintf(what, sizeof what, "pack '%s'", rp->name);
 	/* the copies are durable before the catalogue points at them */
-	if (rp->fd >= 0 && ((r = io_fsync(rp->fd, what)) < 0 || (r = io_fsync_dir(dir)) < 0))
+	if ((rp->fd >= 0 && (r = io_fsync(rp->fd, what)) < 0) || (r = repair_node_records(rp)) < 0 ||
+	    ((rp->fd >= 0 || rp->nfd >= 0) && (r = io_fsync_dir(dir)) < 0))
 		return r;
 	if ((r = store_tx_begin(p)) < 0)
 		return r;
@@ -285,6 +332,10 @@ int store_repair_commit(struct store_repair *rp, uint64_t *bytes)
 	if (rp->fd >= 0) {
 		close(rp->fd);
 		rp->fd = -1; /* the catalogue's now */
+	}
+	if (rp->nfd >= 0) {
+		close(rp->nfd);
+		rp->nfd = -1;
 	}
 	for (size_t i = 0; i < ndead; i++)
 		if (pack_unlink(p, dead[i], i + 1 == ndead) < 0)
