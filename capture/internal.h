@@ -108,6 +108,10 @@ struct item {
  * small files costs one thread hand-off per MiB, not per file. */
 #define JOB_ITEMS 256
 #define JOB_BYTES ((size_t)1 << 20)
+/* The bytes of the jobs in flight (each holds 2 x JOB_BYTES, or 2 x the
+ * record size when larger): 16 MiB keeps two cores busy (bench/capture)
+ * and a quarter of the 64 MiB a capture may use at most (issue 14). */
+#define CAP_WINDOW ((size_t)16 << 20)
 struct job {
 	uint8_t *data;
 	uint8_t *scratch;
@@ -158,6 +162,7 @@ struct cdir {
 	size_t n;
 	uint8_t *out_type, *out_hash; /* the parent's entry for it */
 	struct cdir *prev, *next;     /* pending directories, freed on errors */
+	int queued;                   /* its JOB_DIR_END is in a job: counted in cap.queued_ents */
 };
 
 /* A directory being scanned by the walk (see walk()). */
@@ -172,6 +177,9 @@ struct cframe {
 
 struct cap {
 	struct cdir *pending;
+	/* entries of the directories whose nodes are queued and not yet built
+	 * (bounded by CAP_QUEUED_ENTS) */
+	size_t queued_ents;
 	struct cframe *frames;
 	size_t nframes, capframes;
 	struct dirstack dirs;
@@ -199,6 +207,13 @@ struct cap {
 	int64_t base_id;
 	uint8_t base_root[FERRY_HASH_LEN];
 };
+
+/* Entries of queued directories past which the walk waits for their
+ * nodes (about 200 bytes each). A job holds up to JOB_ITEMS directory
+ * ends, and in an unchanged tree jobs carry little else, so without this
+ * bound every directory of the tree stayed in memory until the end: 21 MB
+ * for an unchanged 100,000-file tree, growing with it. */
+#define CAP_QUEUED_ENTS 8192
 
 /* Directory fds kept open besides the root's. */
 #define CAP_OPEN_DIRS 16

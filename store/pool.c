@@ -132,6 +132,29 @@ static int pool_alloc(const char *name, const char *path, int flags, struct stor
 	return 0;
 }
 
+/* SQLite's page caches, in KiB: the catalogue's and the TEMP tables'
+ * (a writer's pending rows, send's and recv's key sets). These are the
+ * largest part of what a command holds, and they fill up to their bound
+ * on any pool of more than a few thousand files, so they are what keeps
+ * every operation under issue 14's 64 MiB: 16 MiB for the catalogue holds
+ * the upper levels of the block and node indexes of a pool of millions of
+ * blocks (a restore of 100,000 files reads 3 x more pages with 4 MiB);
+ * 8 MiB for the TEMP tables, whose inserts are spread by hash over tables
+ * that outgrow any fixed cache anyway (what does not fit is read back
+ * from the TEMP file, and the OS caches that). Set here, after cat_open
+ * (whose own 32 MiB each are to be replaced by these at the merge:
+ * store/catalog.c belongs to another change of this session). */
+#define POOL_CACHE_KIB 16384
+#define POOL_TEMP_CACHE_KIB 8192
+
+static int pool_bound_cache(struct store_pool *p)
+{
+	char sql[96];
+	snprintf(sql, sizeof sql, "PRAGMA cache_size=-%d; PRAGMA temp.cache_size=-%d;",
+		 POOL_CACHE_KIB, POOL_TEMP_CACHE_KIB);
+	return cat_exec(p, sql);
+}
+
 /* Opens the catalogue of the pool at path and checks its format version. */
 static int pool_open_path(const char *name, const char *path, int flags, struct store_pool **out)
 {
@@ -142,7 +165,7 @@ static int pool_open_path(const char *name, const char *path, int flags, struct 
 		return r;
 	if ((r = pool_alloc(name, path, flags, &p)) < 0)
 		return r;
-	if ((r = cat_open(p, 0)) < 0)
+	if ((r = cat_open(p, 0)) < 0 || (r = pool_bound_cache(p)) < 0)
 		goto out;
 	if ((r = cat_meta_get(p, "format_version", buf, sizeof buf)) < 0) {
 		r = ferry_err(FERR_CORRUPT, "'%s' is not a ferry pool: %s", path, ferry_errmsg(r));
@@ -216,7 +239,7 @@ static int pool_build_catalog(struct store_pool *p, const char *name,
 {
 	char buf[64];
 	int r;
-	if ((r = cat_open(p, 1)) < 0 || (r = store_tx_begin(p)) < 0)
+	if ((r = cat_open(p, 1)) < 0 || (r = pool_bound_cache(p)) < 0 || (r = store_tx_begin(p)) < 0)
 		return r;
 	snprintf(buf, sizeof buf, "%d", STORE_FORMAT_VERSION);
 	if ((r = cat_schema_create(p)) < 0 || (r = cat_meta_set(p, "format_version", buf)) < 0 ||
