@@ -2,7 +2,7 @@
 # Flat memory (issue 14, item 2): the peak RSS of capture, send, recv,
 # restore and gc does not grow with the number of files. Sets that grow
 # with a stream live in TEMP tables, and SQLite's page caches are bounded
-# (16 MiB for the catalogue, 8 MiB for the TEMP tables, store/pool.c), so
+# (8 MiB for the catalogue, 16 MiB for the TEMP tables, store/pool.c), so
 # once the caches are full the peak stays where it is. Measured with
 # /usr/bin/time's peak RSS on trees of 20,000 and 60,000 small files:
 # every operation at 60,000 files stays under the issue's 64 MiB, and a
