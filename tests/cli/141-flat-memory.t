@@ -7,9 +7,9 @@
 # /usr/bin/time's peak RSS on trees of 20,000 and 60,000 small files:
 # every operation at 60,000 files stays under the issue's 64 MiB, and a
 # full receive of 60,000 files peaks at most 28 MiB above one of 20,000
-# (what the two caches can take, 24 MiB, and 4 MiB of slack). Base
-# 9739357 peaked at 85 MiB (snapshot) and 102 MiB (recv) at 60,000 files,
-# and its recv grew by 58 MiB from 20,000 files. Every snapshot made is
+# (what the two caches can take, 24 MiB, and 4 MiB of slack). On base
+# 9739357 recv peaked at 90 MiB at 60,000 files, 48 MiB above 20,000
+# files, and gc at 70 and 67 MiB. Every snapshot made is
 # restored after gc and compared with its source.
 . "$(dirname "$0")/lib.sh"
 TREECMP="$FERRY_TOOLS/treecmp"
