@@ -228,13 +228,15 @@ int capture_snapshot(struct store_pool *p, const struct store_ds *ds, const char
 			goto out;
 	} else {
 		c.jobcap = c.rs > JOB_BYTES ? c.rs : JOB_BYTES;
-		unsigned inflight = (unsigned)((64u << 20) / (2 * c.jobcap));
-		if (inflight < 8)
-			inflight = 8;
-		if (inflight > 64)
-			inflight = 64;
+		/* jobs in flight: CAP_WINDOW bytes of them (data and scratch),
+		 * but at least two per worker and one being collected, so no
+		 * worker waits for the main thread */
+		unsigned nthreads = pipeline_threads(o->threads);
+		unsigned inflight = (unsigned)(CAP_WINDOW / (2 * c.jobcap));
+		if (inflight < 2 * nthreads + 1)
+			inflight = 2 * nthreads + 1;
 		/* one slot more than in flight: the one the walk is filling */
-		if ((r = pipeline_new(&c.pl, pipeline_threads(o->threads), inflight + 1,
+		if ((r = pipeline_new(&c.pl, nthreads, inflight + 1,
 				      sizeof(struct job), &cap_job_ops, &c)) < 0)
 			goto out;
 		if (ds->type == STORE_DS_VOLUME)

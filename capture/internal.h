@@ -108,6 +108,12 @@ struct item {
  * small files costs one thread hand-off per MiB, not per file. */
 #define JOB_ITEMS 256
 #define JOB_BYTES ((size_t)1 << 20)
+/* The bytes of the jobs in flight (each holds 2 x JOB_BYTES, or 2 x the
+ * record size when larger), with at least two jobs per worker: on 2 cores
+ * 5 jobs (10 MiB) take bench/capture's corpus in the same CPU time as the
+ * 32 that 64 MiB gave, and the capture peaks at 61 MB instead of 124 MB
+ * (issue 14: 64 MiB at most). */
+#define CAP_WINDOW ((size_t)8 << 20)
 struct job {
 	uint8_t *data;
 	uint8_t *scratch;
@@ -158,6 +164,7 @@ struct cdir {
 	size_t n;
 	uint8_t *out_type, *out_hash; /* the parent's entry for it */
 	struct cdir *prev, *next;     /* pending directories, freed on errors */
+	int queued;                   /* its JOB_DIR_END is in a job: counted in cap.queued_ents */
 };
 
 /* A directory being scanned by the walk (see walk()). */
@@ -172,6 +179,9 @@ struct cframe {
 
 struct cap {
 	struct cdir *pending;
+	/* entries of the directories whose nodes are queued and not yet built
+	 * (bounded by CAP_QUEUED_ENTS) */
+	size_t queued_ents;
 	struct cframe *frames;
 	size_t nframes, capframes;
 	struct dirstack dirs;
@@ -199,6 +209,13 @@ struct cap {
 	int64_t base_id;
 	uint8_t base_root[FERRY_HASH_LEN];
 };
+
+/* Entries of queued directories past which the walk waits for their
+ * nodes (about 200 bytes each). A job holds up to JOB_ITEMS directory
+ * ends, and in an unchanged tree jobs carry little else, so without this
+ * bound every directory of the tree stayed in memory until the end: 21 MB
+ * for an unchanged 100,000-file tree, growing with it. */
+#define CAP_QUEUED_ENTS 8192
 
 /* Directory fds kept open besides the root's. */
 #define CAP_OPEN_DIRS 16

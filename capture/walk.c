@@ -260,6 +260,8 @@ static int capture_entry(struct cap *c, int dirfd, const char *name, size_t leve
 
 void cap_cdir_free(struct cap *c, struct cdir *d)
 {
+	if (d->queued)
+		c->queued_ents -= d->n;
 	for (size_t i = 0; i < d->n; i++)
 		cap_centry_release(&d->ents[i]);
 	free(d->ents);
@@ -374,9 +376,15 @@ static int frame_pop(struct cap *c)
 	memset(it, 0, sizeof *it);
 	it->kind = JOB_DIR_END;
 	it->d = f->d;
+	it->d->queued = 1;
+	c->queued_ents += it->d->n;
 	f->d = NULL;
 	cap_frame_release(f);
 	c->nframes--;
+	/* memory stays flat whatever the tree: past the bound, the queued
+	 * directories' nodes are built before the walk goes on */
+	if (c->queued_ents > CAP_QUEUED_ENTS && (r = cap_drain(c)) < 0)
+		return r;
 	if (c->nframes) {
 		struct cframe *pf = &c->frames[c->nframes - 1];
 		unsigned moved = c->dirs.moved;

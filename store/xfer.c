@@ -90,7 +90,7 @@ static unsigned hset_serial;
 int store_hset_new(struct store_pool *p, int batch, struct store_hset **out)
 {
 	struct store_hset *s = calloc(1, sizeof *s);
-	char sql[256];
+	char sql[320];
 	int r;
 	if (!s)
 		return ferry_err(FERR_NOMEM, "creating a key set");
@@ -99,6 +99,10 @@ int store_hset_new(struct store_pool *p, int batch, struct store_hset **out)
 	snprintf(s->table, sizeof s->table, "temp.xset_%u",
 		 __atomic_add_fetch(&hset_serial, 1, __ATOMIC_RELAXED));
 	snprintf(sql, sizeof sql,
+		 /* no zeroing of freed TEMP pages, which journals them all
+		  * in memory when the set is dropped: see temp_schema in
+		  * store/writer.c */
+		 "PRAGMA temp.secure_delete=OFF;"
 		 "CREATE TEMP TABLE IF NOT EXISTS %s(k BLOB PRIMARY KEY, v INTEGER NOT NULL)"
 		 " WITHOUT ROWID; DELETE FROM %s;", s->table + 5, s->table);
 	if ((r = cat_exec(p, sql)) < 0)
