@@ -271,6 +271,9 @@ void pack_path(const struct store_pool *p, const char *name, char *out, size_t n
 /* Creates a new empty pack (header written) with a fresh random name;
  * returns its fd (O_RDWR|O_APPEND) and name (17 bytes with NUL). */
 int pack_create(struct store_pool *p, int *fd, char name[32]) FERRY_WUR;
+/* Inside the caller's transaction: the packs row of a new pack file name
+ * of size bytes; its id into *id (may be NULL). */
+int pack_row_insert(struct store_pool *p, const char *name, uint64_t size, int64_t *id) FERRY_WUR;
 /* Unlinks pack name (a missing file is fine) and, with sync, fsyncs packs/
  * so the removal is durable. */
 int pack_unlink(struct store_pool *p, const char *name, int sync) FERRY_WUR;

@@ -242,3 +242,19 @@ int pack_step_exists(struct store_pool *p, sqlite3_stmt *st, const char *what)
 	sqlite3_reset(st);
 	return r;
 }
+
+int pack_row_insert(struct store_pool *p, const char *name, uint64_t size, int64_t *id)
+{
+	sqlite3_stmt *st = NULL;
+	int r = cat_prepare(p, "INSERT INTO packs(name, size) VALUES(?, ?)", &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (int64_t)size);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		r = cat_err(p, "recording a pack");
+	else if (id)
+		*id = sqlite3_last_insert_rowid(p->db);
+	sqlite3_finalize(st);
+	return r;
+}

@@ -449,18 +449,11 @@ int store_pool_upgrade(struct store_pool *p, int *from)
 	}
 	/* the first checkpoint is written by this commit (rec_checkpoint) */
 	snprintf(buf, sizeof buf, "%d", STORE_FORMAT_VERSION);
-	sqlite3_stmt *st = NULL;
 	if ((r = store_tx_begin(p)) < 0) {
 		(void)pack_unlink_quiet(p, name);
 		goto out;
 	}
-	if ((r = cat_prepare(p, "INSERT INTO packs(name, size) VALUES(?, ?)", &st)) == 0) {
-		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 2, (int64_t)sb.st_size);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			r = cat_err(p, "recording a pack");
-	}
-	sqlite3_finalize(st);
+	r = pack_row_insert(p, name, (uint64_t)sb.st_size, NULL);
 	if (r == 0)
 		r = cat_meta_set(p, "format_version", buf);
 	if (r < 0) {

@@ -205,16 +205,8 @@ static int repair_rows(struct store_repair *rp, int64_t *pack_id)
 	sqlite3_stmt *st = NULL;
 	int r = 0;
 	if (rp->nb) {
-		if ((r = cat_prepare(p, "INSERT INTO packs(name, size) VALUES(?, ?)", &st)) < 0)
-			return r;
-		sqlite3_bind_text(st, 1, rp->name, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 2, (int64_t)rp->size);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			r = cat_err(p, "recording a pack");
-		sqlite3_finalize(st);
-		st = NULL;
-		*pack_id = sqlite3_last_insert_rowid(p->db);
-		if (r < 0 || (r = cat_prepare(p, "UPDATE blocks SET pack_id = ?, offset = ? WHERE id = ?",
+		if ((r = pack_row_insert(p, rp->name, rp->size, pack_id)) < 0 ||
+		    (r = cat_prepare(p, "UPDATE blocks SET pack_id = ?, offset = ? WHERE id = ?",
 					      &st)) < 0)
 			return r;
 		for (size_t i = 0; i < rp->nb && r == 0; i++) {
@@ -233,18 +225,8 @@ static int repair_rows(struct store_repair *rp, int64_t *pack_id)
 	}
 	if (r < 0)
 		return r;
-	if (rp->nfd >= 0) {
-		if ((r = cat_prepare(p, "INSERT INTO packs(name, size) VALUES(?, ?)", &st)) < 0)
-			return r;
-		sqlite3_bind_text(st, 1, rp->nname, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 2, (int64_t)rp->nsize);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			r = cat_err(p, "recording a pack");
-		sqlite3_finalize(st);
-		st = NULL;
-		if (r < 0)
-			return r;
-	}
+	if (rp->nfd >= 0 && (r = pack_row_insert(p, rp->nname, rp->nsize, NULL)) < 0)
+		return r;
 	if (rp->nn) {
 		if ((r = cat_prepare(p, "INSERT OR REPLACE INTO nodes(hash, type, data) VALUES(?, ?, ?)",
 				     &st)) < 0)
