@@ -55,18 +55,17 @@ likes "$(ferry pool status tank)" " state: ONLINE
   scan: scrub repaired [0-9.]+[KM]? in " "pool status: ONLINE, scan says what was repaired"
 run ferry scrub tank
 is "$rc:$(sed -n 3p "$T/out")" "0:errors: No known data errors" "a scrub after the repair finds nothing"
-after_check tank ctl "repaired from a replica"
 # the healed nodes are in the packs too: with the old copies of their
 # records damaged there as well, pool recover still finds a good one
 cp -a "$T/p/tank" "$T/rec"
 ferry pool import "$T/rec" rec >/dev/null
-python3 - "$T/rec/packs" "$T/flips" "$(ls -t "$T/rec/packs" | head -1)" <<'PY'
+hits=$(python3 - "$T/rec/packs" "$T/flips" $(echo "$packs_before" | comm -13 - "$T/after") <<'PY'
 import os, sys
-d, flips, keep = sys.argv[1], sys.argv[2], set()
+d, flips, new = sys.argv[1], sys.argv[2], set(sys.argv[3:])
 hashes = [bytes.fromhex(l.split()[1]) for l in open(flips) if l.startswith('node ')]
-newest = sorted(os.listdir(d), key=lambda n: os.stat(os.path.join(d, n)).st_mtime_ns)[-2:]
+n = 0
 for name in os.listdir(d):
-    if name in newest:
+    if name in new:
         continue  # the repair's two packs
     path = os.path.join(d, name)
     b = bytearray(open(path, 'rb').read())
@@ -77,16 +76,21 @@ for name in os.listdir(d):
             if b[i - 12:i - 8] == b'FNOD':
                 b[i + 32] ^= 1  # the first byte of the node's data
                 hit = True
+                n += 1
             i = b.find(h, i + 1)
     if hit:
         open(path, 'wb').write(b)
+print(n)
 PY
+)
+like "$hits" '^[1-9]' "the healed nodes' old records in the older packs damaged ($hits)"
 rm -f "$T/rec/catalog.db" "$T/rec/catalog.db-wal" "$T/rec/catalog.db-shm"
 run ferry pool recover rec
 like "$rc" "^[03]$" "pool recover after the repair, the nodes' old records damaged too: rebuilt"
 run ferry scrub rec
 is "$rc:$(sed -n 3p "$T/out")" "0:errors: No known data errors" "and the recovered pool scrubs clean"
 ferry pool export rec
+after_check tank ctl "repaired from a replica"
 
 # ---- a deleted pack, healed from a replica in another codec -------------------------
 fresh
