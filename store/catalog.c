@@ -270,6 +270,10 @@ int cat_open(struct store_pool *p, int create)
 			return r;
 		close(fd);
 		fl |= SQLITE_OPEN_CREATE;
+	} else if (access(file, F_OK) != 0 && errno == ENOENT) {
+		/* SQLite would say "unable to open database file" */
+		return ferry_err(FERR_CATALOG, "the catalogue '%s' is missing: 'ferry pool recover "
+				 "%s' rebuilds it from the packs", file, p->name ? p->name : "POOL");
 	}
 	if ((r = catvfs_init()) < 0)
 		return r;

@@ -82,7 +82,8 @@ after_recover() {
 
 # ---- 1: catalog.db deleted ----
 rm -f "$P/catalog.db" "$P/catalog.db-wal" "$P/catalog.db-shm"
-refused 1 "catalog" "without catalog.db the pool does not open" ferry list tank
+refused 1 "^ferry: cannot list 'tank': the catalogue '.*/catalog.db' is missing: 'ferry pool recover tank' rebuilds it from the packs$" \
+	"without catalog.db the pool does not open, and the error says what rebuilds it" ferry list tank
 run ferry pool recover -n tank
 is "$rc" 0 "recover -n: exit 0"
 like "$(cat "$T/out")" "^would rebuild pool 'tank' from [0-9]+ packs: checkpoint [0-9]+ \(r[0-9a-f]{16}\.pack\), 5 datasets, 8 snapshots, 1 bookmark, 3 holds" "recover -n says what it would rebuild"
