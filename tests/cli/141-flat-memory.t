@@ -10,7 +10,8 @@
 # (what the two caches can take, 24 MiB, and 4 MiB of slack). On base
 # 9739357 recv peaked at 90 MiB at 60,000 files, 48 MiB above 20,000
 # files, and gc at 70 and 67 MiB. Every snapshot made is
-# restored after gc and compared with its source.
+# restored after gc and compared with its source, and the receiving pool
+# compared with a control that got the same snapshots in one go.
 . "$(dirname "$0")/lib.sh"
 # under AddressSanitizer (make asan) the peak RSS is the sanitizer's
 # shadow memory and quarantine, not the program's: nothing to measure
@@ -118,4 +119,12 @@ restored tank/big@same "$S" "tank/big@same too"
 restored tank/small@b "$S" "tank/small@b too"
 restored bk/big@full "$S" "the received bk/big@full too"
 restored bk/small@b "$S" "the incremental bk/small@b too"
+
+# what the receives and gc left behind equals a pool that got the same
+# snapshots in one go (space figures, blocks per codec, every restore)
+ferry pool create -o compression=lz4 ctl "$T/p/ctl" >/dev/null
+ferry recv ctl/big <"$T/s60"
+ferry send tank/small@b >"$T/sb"
+ferry recv ctl/small <"$T/sb"
+after_check bk ctl "bk after the incremental, destroy and gc"
 done_testing
