@@ -646,7 +646,7 @@ int store_gc_run(struct store_pool *p, const struct store_gc_opts *o, struct sto
 	}
 	/* orphans first: removing them writes nothing, so on a full disk
 	 * they make room for what follows */
-	if ((r = pack_sweep_orphans(p, &st->orphans_deleted)) < 0 || (r = mark_nodes(&g)) < 0 ||
+	if ((r = pack_sweep_orphans_quiesced(p, &st->orphans_deleted)) < 0 || (r = mark_nodes(&g)) < 0 ||
 	    (r = free_rows(&g)) < 0 || (r = sweep_packs(&g)) < 0)
 		goto out;
 	sqlite3_finalize(g.st_node);

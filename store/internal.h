@@ -287,6 +287,13 @@ int pack_orphans_each(struct store_pool *p, pack_orphan_fn fn, void *arg) FERRY_
  * under the gc lock held exclusively (no writer is alive to be writing
  * one); *removed counts the files. */
 int pack_sweep_orphans(struct store_pool *p, uint64_t *removed) FERRY_WUR;
+/* gc's sweep: the same, inside a write transaction of the catalogue (so
+ * no commit is in flight) in which it also removes the checkpoint packs
+ * of a seq past the committed rec_seq and every checkpoint temporary
+ * file: a kill between a checkpoint's rename and its COMMIT left them,
+ * and their data packs are orphans this sweep removes, so recover must
+ * not take them for the newest state. Rolls the transaction back. */
+int pack_sweep_orphans_quiesced(struct store_pool *p, uint64_t *removed) FERRY_WUR;
 /* Called by the catalogue when the outermost transaction ends: committed,
  * the packs of p->tx_packs are the catalogue's; otherwise they are
  * unlinked. Either way the list is emptied and tx_lock_fd closed. */
