@@ -387,6 +387,7 @@ int cmd_scrub(int argc, char **argv)
 	static const struct option lo[] = {{"json", no_argument, NULL, 'j'},
 					   {"repair-from", required_argument, NULL, 'R'},
 					   {"limit-rate", required_argument, NULL, 'L'},
+					   {"deep", no_argument, NULL, 'D'},
 					   {"token-file", required_argument, NULL, HTTP_OPT_TOKEN_FILE},
 					   {"cacert", required_argument, NULL, HTTP_OPT_CACERT},
 					   {"timeout", required_argument, NULL, HTTP_OPT_TIMEOUT},
@@ -394,7 +395,7 @@ int cmd_scrub(int argc, char **argv)
 	struct http_conn_opts co;
 	struct net_client *nc = NULL;
 	char url_ds[STORE_NAME_MAX + 1];
-	int c, r, verbose = 0, json = 0, stop = 0, quiet = 0, rc;
+	int c, r, verbose = 0, json = 0, stop = 0, quiet = 0, deep = 0, rc;
 	const char *from = NULL;
 	uint64_t rate = 0;
 	memset(&co, 0, sizeof co);
@@ -411,6 +412,7 @@ int cmd_scrub(int argc, char **argv)
 		case 's': stop = 1; break;
 		case 'q': quiet = 1; break;
 		case 'R': from = optarg; break;
+		case 'D': deep = 1; break;
 		case 'L':
 			if (parse_size(optarg, &rate) < 0 || !rate)
 				return cli_usage("bad --limit-rate '%s' (bytes per second: 50M, 1G)", optarg);
@@ -419,8 +421,8 @@ int cmd_scrub(int argc, char **argv)
 		}
 	}
 	if (argc - optind != 1)
-		return cli_usage("usage: ferry scrub [-v] [-q] [--json] [--limit-rate RATE] [--repair-from POOL|URL [--token-file FILE] [--cacert FILE] [--timeout S]] POOL | ferry scrub -s POOL");
-	if (stop && (from || json || verbose || rate))
+		return cli_usage("usage: ferry scrub [-v] [-q] [--json] [--deep] [--limit-rate RATE] [--repair-from POOL|URL [--token-file FILE] [--cacert FILE] [--timeout S]] POOL | ferry scrub -s POOL");
+	if (stop && (from || json || verbose || rate || deep))
 		return cli_usage("-s takes no other option");
 	int url = from && net_is_url(from);
 	if (!url && (co.token_file || co.cacert || co.timeout))
@@ -456,7 +458,7 @@ int cmd_scrub(int argc, char **argv)
 	char what[STORE_NAME_MAX + 16];
 	snprintf(what, sizeof what, "scrub %s", name);
 	cli_meter_start(&m, what, 0, quiet || json);
-	struct scrub_opts o = {.progress = meter_cb, .arg = &m, .rate = rate};
+	struct scrub_opts o = {.progress = meter_cb, .arg = &m, .rate = rate, .deep = deep};
 	struct scrub_result res;
 	struct scrub_repair_result rr;
 	memset(&rr, 0, sizeof rr);

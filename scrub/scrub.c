@@ -185,6 +185,7 @@ static int block_pass(struct scrub *sc)
 			goto out;
 		if (r == 0)
 			break;
+		j->b.deep = sc->o->deep;
 		read += j->b.bytes;
 		if ((r = pipeline_submit(pl, j)) < 0)
 			goto out;

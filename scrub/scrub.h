@@ -21,6 +21,8 @@ struct scrub_opts {
 	uint64_t rate;     /* bytes per second the block pass reads at most; 0: no limit */
 	uint64_t checkpoint_ns; /* how often the position is saved and a stop
 				 * request looked for; 0: every 0.5 s */
+	int deep;          /* --deep: every block decoded and its BLAKE2b checked, every
+			    * node record's hash, not only the CRC-32C of the stored bytes */
 };
 
 struct scrub_result {

@@ -57,6 +57,19 @@ int pack_blk_hdr_get(const uint8_t *h, struct codec_spec *c, uint32_t *lsize, ui
 	return 0;
 }
 
+/* A pool of format 1 writes packs of version 1, whose readers know no
+ * records; one of format 2 writes version 3 (records, each with a CRC-32C
+ * so scrub can check stored bytes without decoding them). */
+int pack_version_new(const struct store_pool *p)
+{
+	return p->records ? 3 : 1;
+}
+
+size_t pack_tail_new(const struct store_pool *p)
+{
+	return pack_version_new(p) >= 3 ? PACK_REC_TAIL : 0;
+}
+
 void pack_path(const struct store_pool *p, const char *name, char *out, size_t n)
 {
 	snprintf(out, n, "%s/%s/%s", p->path, PACK_DIR, name);
@@ -96,7 +109,7 @@ int pack_create(struct store_pool *p, int *fd, char name[32])
 			continue;
 		if (r < 0)
 			return r;
-		pack_hdr_put(hdr, p->records ? 2 : 1); /* version 2 may hold records */
+		pack_hdr_put(hdr, pack_version_new(p));
 		r = io_write_full(f, hdr, sizeof hdr);
 		if (r < 0) {
 			close(f);

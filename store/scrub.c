@@ -184,6 +184,16 @@ int store_scrub_packs(struct store_pool *p, store_scrub_err_fn fn, store_scrub_o
 				   e == ENOENT ? "is missing" : strerror(e), (long long)v[i].nblocks);
 			continue;
 		}
+		/* the version: whether the last block ends with a CRC tail. A
+		 * bad header is reported below; the reach then has none. */
+		int version = 0;
+		if (io_pread_full(fd, hdr, sizeof hdr, 0, &got) < 0 || got != sizeof hdr ||
+		    pack_hdr_get(hdr, &version) < 0) {
+			ferry_err_clear();
+			version = 0;
+		}
+		if (version >= 3 && v[i].nblocks)
+			v[i].reach += PACK_REC_TAIL;
 		if ((uint64_t)sb.st_size < (uint64_t)v[i].reach)
 			r = report(fn, arg, STORE_SCRUB_PACK, v[i].name,
 				   "pack '%s' is truncated: %lld bytes, its index reaches %lld", v[i].name,
@@ -192,13 +202,9 @@ int store_scrub_packs(struct store_pool *p, store_scrub_err_fn fn, store_scrub_o
 			r = report(fn, arg, STORE_SCRUB_PACK, v[i].name,
 				   "pack '%s': index rows reach %lld, past the %lld bytes the catalogue"
 				   " recorded", v[i].name, (long long)v[i].reach, (long long)v[i].size);
-		int version; /* 1, or 2 for a pack that may hold records (records.c) */
-		if (r == 0 && (io_pread_full(fd, hdr, sizeof hdr, 0, &got) < 0 || got != sizeof hdr ||
-			       pack_hdr_get(hdr, &version) < 0)) {
-			ferry_err_clear();
+		if (r == 0 && !version)
 			r = report(fn, arg, STORE_SCRUB_PACK, v[i].name, "pack '%s' has a bad header",
 				   v[i].name);
-		}
 		close(fd);
 	}
 	free(v);

@@ -1044,6 +1044,9 @@ struct store_scan_batch {
 				  * least STORE_BLOCK_MAX + 4 MiB (a run is at most 4
 				  * MiB, or one block); items start zeroed */
 	uint64_t bytes;          /* block bytes (headers and payloads) it covers */
+	uint32_t tail;           /* the pack's records end with a CRC-32C (version 3): 4, else 0 */
+	int deep;                /* set by the caller: decode and hash every block, not only
+				  * check its CRC (blocks without one always are) */
 };
 /* Starts at (pack_id, offset): the first block at or after it (0, 0: all). */
 int store_scan_new(struct store_pool *p, int64_t pack_id, int64_t offset,
