@@ -46,6 +46,7 @@ static const char *kind_name(int kind)
 	case STORE_SCRUB_NONODE: return "missing node";
 	case STORE_SCRUB_PACK: return "pack";
 	case STORE_SCRUB_SPACE: return "space";
+	case STORE_SCRUB_RECORD: return "record";
 	default: return "unknown";
 	}
 }
@@ -62,6 +63,9 @@ static void fmt_damage(const struct store_scrub_err *e, char *buf, size_t n)
 	else if (e->kind == STORE_SCRUB_NODE || e->kind == STORE_SCRUB_NONODE)
 		snprintf(buf, n, "node %.16s is %s: %s", hex,
 			 e->kind == STORE_SCRUB_NODE ? "damaged" : "missing", e->detail);
+	else if (e->kind == STORE_SCRUB_RECORD)
+		snprintf(buf, n, "record in pack '%s' at offset %lld is damaged: %s", e->pack,
+			 (long long)e->offset, e->detail);
 	else if (e->kind == STORE_SCRUB_NOBLOCK)
 		snprintf(buf, n, "block %.16s is missing: %s", hex, e->detail);
 	else
@@ -494,6 +498,8 @@ int cmd_scrub(int argc, char **argv)
 		json_object_set_new(po, "name", json_string(name));
 		json_object_set_new(po, "bytes_total", cli_json_u64(res.total_bytes));
 		json_object_set_new(po, "nodes_checked", cli_json_u64(res.nodes));
+		json_object_set_new(po, "records_checked", cli_json_u64(res.records));
+		json_object_set_new(po, "deep", json_boolean(deep));
 		json_object_set_new(po, "trees_walked", cli_json_u64(res.snapshots));
 		json_object_set_new(po, "unreferenced_blocks", cli_json_u64(res.unref_blocks));
 		json_object_set_new(po, "unreferenced_bytes", cli_json_u64(res.unref_bytes));
@@ -559,7 +565,10 @@ int cmd_scrub(int argc, char **argv)
 		printf("checked: %s of %s in %" PRIu64 " blocks, %" PRIu64 " nodes, %" PRIu64
 		       " snapshot and bookmark trees%s\n", b, t, res.blocks, res.nodes, res.snapshots,
 		       res.orphans_checked ? "" : "; orphan packs not looked for (a writer was running)");
-		printf("time: %.2f s reading and checking blocks, %.2f s nodes and figures, %.2f s"
+		format_nicenum(res.record_bytes, b, sizeof b, 1);
+		printf("records: %" PRIu64 " node records and checkpoints in the packs (%s)%s\n",
+		       res.records, b, deep ? "" : ", node records by their CRC-32C");
+		printf("time: %.2f s reading and checking blocks, %.2f s records, nodes and figures, %.2f s"
 		       " walking trees\n", (double)res.ns_blocks / 1e9, (double)res.ns_nodes / 1e9,
 		       (double)res.ns_trees / 1e9);
 		if (res.resumed) {

@@ -32,6 +32,7 @@ struct scrub_result {
 	uint64_t bytes, blocks;       /* block bytes and blocks checked (all runs) */
 	uint64_t total_bytes;         /* of every indexed block */
 	uint64_t nodes, node_bytes;   /* node rows checked */
+	uint64_t records, record_bytes; /* node records and checkpoints checked in the packs */
 	uint64_t snapshots;           /* snapshot and bookmark trees walked */
 	uint64_t unref_blocks, unref_bytes; /* garbage gc frees: not damage */
 	uint64_t orphans, orphan_bytes;     /* pack files nobody names: gc removes them */
