@@ -178,6 +178,30 @@ static void print_scan(struct store_pool *p, const struct store_scrub_state *st)
 	(void)d;
 }
 
+/* 1 when u is a user of a damaged record in a pack (not of a damage of
+ * the data itself). */
+static int user_of_record(const struct report *rp, const struct ulist *u)
+{
+	for (size_t i = 0; i < rp->ne; i++)
+		if (rp->e[i].id == u->err_id)
+			return rp->e[i].kind == STORE_SCRUB_RECORD;
+	return 0;
+}
+
+/* The users of record damages (rec) or of the others, each name once. */
+static void print_users(const struct report *rp, int rec)
+{
+	const char *last = NULL;
+	/* sorted by name already */
+	for (size_t i = 0; i < rp->nu; i++) {
+		if (user_of_record(rp, &rp->u[i]) != rec)
+			continue;
+		if (!last || strcmp(rp->u[i].name, last))
+			printf("        %s\n", rp->u[i].name);
+		last = rp->u[i].name;
+	}
+}
+
 /* The "errors:" part: the files, and with verbose every damage. */
 static void print_errors(const struct report *rp, int verbose, const char *pool)
 {
@@ -186,15 +210,21 @@ static void print_errors(const struct report *rp, int verbose, const char *pool)
 		printf("errors: No known data errors\n");
 		return;
 	}
-	size_t nofile = 0;
+	size_t nofile = 0, nperm = 0, nrec = 0;
 	for (size_t i = 0; i < rp->ne; i++)
 		nofile += !users_count(rp, rp->e[i].id);
-	if (rp->nu) {
+	for (size_t i = 0; i < rp->nu; i++)
+		*(user_of_record(rp, &rp->u[i]) ? &nrec : &nperm) += 1;
+	if (nperm) {
 		printf("errors: Permanent errors have been detected in the following files:\n\n");
-		/* sorted by name already: each once */
-		for (size_t i = 0; i < rp->nu; i++)
-			if (!i || strcmp(rp->u[i].name, rp->u[i - 1].name))
-				printf("        %s\n", rp->u[i].name);
+		print_users(rp, 0);
+	}
+	/* a damaged node record: the file restores (from the catalogue's
+	 * copy), but a catalogue rebuilt from the packs would lack it */
+	if (nrec) {
+		printf("%serrors: The packs' copy of the metadata of these files is damaged (they"
+		       " restore; 'ferry pool recover' would fail on them):\n\n", nperm ? "\n" : "");
+		print_users(rp, 1);
 	}
 	if (nofile)
 		printf("%serrors: %zu damaged or inconsistent item%s no file uses%s\n",
