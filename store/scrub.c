@@ -330,6 +330,9 @@ static int rec_report(struct recscan *rs, uint64_t off, const struct pack_rec *x
 		snprintf(e.detail, sizeof e.detail, "checkpoint %" PRIu64 "%s: %s", x->seq,
 			 strcmp(rs->pack, rs->rec_pack) ? "" :
 			 " (the committed one, which pool recover starts from)", why);
+	} else if (x->kind == PACK_REC_NODE || x->kind == PACK_REC_STATE) {
+		snprintf(e.detail, sizeof e.detail, "%s whose header does not parse: %s",
+			 x->kind == PACK_REC_NODE ? "a node record" : "a checkpoint", why);
 	} else {
 		snprintf(e.detail, sizeof e.detail, "bytes that are no good record: %s", why);
 	}
@@ -337,6 +340,33 @@ static int rec_report(struct recscan *rs, uint64_t off, const struct pack_rec *x
 }
 
 /* The records of one pack between its indexed blocks (ext, sorted). */
+/* What the damaged bytes [off, next) were, from their layout: a block
+ * (PACK_REC_BLOCK), a node record or checkpoint, or 0 when they fit none.
+ * One flip spares the magic or the length: either tells. */
+static int rec_was(struct recscan *rs, uint64_t off, uint64_t next)
+{
+	uint8_t h[20];
+	size_t got = 0;
+	uint64_t span = next - off, tail = rs->version >= 3 ? PACK_REC_TAIL : 0;
+	if (span < sizeof h || io_pread_full(rs->fd, h, sizeof h, (off_t)off, &got) < 0 ||
+	    got != sizeof h) {
+		ferry_err_clear();
+		return 0;
+	}
+	uint32_t m = get_le32(h);
+	if (m == PACK_NOD_MAGIC || PACK_NOD_HDR_LEN + get_le32(h + 8) + tail == span)
+		return PACK_REC_NODE;
+	if (m == PACK_CAT_MAGIC || PACK_CAT_HDR_LEN + get_le32(h + 16) + tail == span)
+		return PACK_REC_STATE;
+	if (m == PACK_BLK_MAGIC || PACK_BLK_HDR_LEN + get_le32(h + 12) + tail == span)
+		return PACK_REC_BLOCK;
+	return 0;
+}
+
+/* The records of one pack between its indexed blocks (ext, sorted). A
+ * block record there is garbage (gc's to drop; a repair leaves the
+ * damaged copy it replaced so): checked, so that a damaged one is
+ * stepped over to the next good record, never reported. */
 static int rec_pack_scan(struct recscan *rs, uint64_t size, const struct extent *ext, size_t n)
 {
 	uint64_t pos = PACK_HDR_LEN;
@@ -349,15 +379,10 @@ static int rec_pack_scan(struct recscan *rs, uint64_t size, const struct extent 
 			pos += ext[bi++].len;
 			continue;
 		}
-		uint64_t end = bi < n ? ext[bi].off : size;
+		uint64_t end = bi < n ? ext[bi].off : size, next;
 		struct pack_rec x;
-		int parsed = 0;
 		r = rec_head(rs, pos, end, &x);
-		parsed = x.kind != 0;
-		if (r == 0 && x.kind == PACK_REC_BLOCK) {
-			pos += pack_rec_len(&x); /* garbage, gc's to drop */
-			continue;
-		}
+		int parsed = r == 0;
 		if (r == 0)
 			r = rec_load(rs, pos, &x);
 		if (r == 0) {
@@ -365,22 +390,37 @@ static int rec_pack_scan(struct recscan *rs, uint64_t size, const struct extent 
 			/* a node record is only a copy of a node the catalogue
 			 * checks by hash: its CRC, as for blocks. A checkpoint
 			 * is what recover starts from: its hash always. */
-			if (x.kind == PACK_REC_NODE && x.tail && !rs->deep)
+			if ((x.kind == PACK_REC_NODE || x.kind == PACK_REC_BLOCK) && x.tail && !rs->deep)
 				r = pack_rec_crc_check(h, &x, pl);
 			else
 				r = pack_rec_verify(h, &x, pl, rs->scratch);
 		}
 		if (r == 0) {
-			rs->count++;
-			rs->bytes += pack_rec_len(&x);
+			if (x.kind != PACK_REC_BLOCK) {
+				rs->count++;
+				rs->bytes += pack_rec_len(&x);
+			}
 			pos += pack_rec_len(&x);
 			continue;
 		}
 		if (!is_damage(r))
 			return r;
-		if ((r = rec_report(rs, pos, &x, parsed, r)) < 0 ||
-		    (r = rec_resync(rs, pos, end, &pos)) < 0)
+		int err = r;
+		struct ferry_errsave es;
+		ferry_err_save(&es);
+		if ((r = rec_resync(rs, pos, end, &next)) < 0)
 			return r;
+		ferry_err_restore(&es);
+		int was = parsed ? x.kind : rec_was(rs, pos, next);
+		if (was == PACK_REC_BLOCK) {
+			ferry_err_clear(); /* a damaged garbage block */
+		} else {
+			if (!parsed)
+				x.kind = was;
+			if ((r = rec_report(rs, pos, &x, parsed, err)) < 0)
+				return r;
+		}
+		pos = next;
 	}
 	return 0;
 }
