@@ -46,6 +46,7 @@ static const char *kind_name(int kind)
 	case STORE_SCRUB_NONODE: return "missing node";
 	case STORE_SCRUB_PACK: return "pack";
 	case STORE_SCRUB_SPACE: return "space";
+	case STORE_SCRUB_RECORD: return "record";
 	default: return "unknown";
 	}
 }
@@ -62,6 +63,9 @@ static void fmt_damage(const struct store_scrub_err *e, char *buf, size_t n)
 	else if (e->kind == STORE_SCRUB_NODE || e->kind == STORE_SCRUB_NONODE)
 		snprintf(buf, n, "node %.16s is %s: %s", hex,
 			 e->kind == STORE_SCRUB_NODE ? "damaged" : "missing", e->detail);
+	else if (e->kind == STORE_SCRUB_RECORD)
+		snprintf(buf, n, "record in pack '%s' at offset %lld is damaged: %s", e->pack,
+			 (long long)e->offset, e->detail);
 	else if (e->kind == STORE_SCRUB_NOBLOCK)
 		snprintf(buf, n, "block %.16s is missing: %s", hex, e->detail);
 	else
@@ -174,6 +178,30 @@ static void print_scan(struct store_pool *p, const struct store_scrub_state *st)
 	(void)d;
 }
 
+/* 1 when u is a user of a damaged record in a pack (not of a damage of
+ * the data itself). */
+static int user_of_record(const struct report *rp, const struct ulist *u)
+{
+	for (size_t i = 0; i < rp->ne; i++)
+		if (rp->e[i].id == u->err_id)
+			return rp->e[i].kind == STORE_SCRUB_RECORD;
+	return 0;
+}
+
+/* The users of record damages (rec) or of the others, each name once. */
+static void print_users(const struct report *rp, int rec)
+{
+	const char *last = NULL;
+	/* sorted by name already */
+	for (size_t i = 0; i < rp->nu; i++) {
+		if (user_of_record(rp, &rp->u[i]) != rec)
+			continue;
+		if (!last || strcmp(rp->u[i].name, last))
+			printf("        %s\n", rp->u[i].name);
+		last = rp->u[i].name;
+	}
+}
+
 /* The "errors:" part: the files, and with verbose every damage. */
 static void print_errors(const struct report *rp, int verbose, const char *pool)
 {
@@ -182,15 +210,21 @@ static void print_errors(const struct report *rp, int verbose, const char *pool)
 		printf("errors: No known data errors\n");
 		return;
 	}
-	size_t nofile = 0;
+	size_t nofile = 0, nperm = 0, nrec = 0;
 	for (size_t i = 0; i < rp->ne; i++)
 		nofile += !users_count(rp, rp->e[i].id);
-	if (rp->nu) {
+	for (size_t i = 0; i < rp->nu; i++)
+		*(user_of_record(rp, &rp->u[i]) ? &nrec : &nperm) += 1;
+	if (nperm) {
 		printf("errors: Permanent errors have been detected in the following files:\n\n");
-		/* sorted by name already: each once */
-		for (size_t i = 0; i < rp->nu; i++)
-			if (!i || strcmp(rp->u[i].name, rp->u[i - 1].name))
-				printf("        %s\n", rp->u[i].name);
+		print_users(rp, 0);
+	}
+	/* a damaged node record: the file restores (from the catalogue's
+	 * copy), but a catalogue rebuilt from the packs would lack it */
+	if (nrec) {
+		printf("%serrors: The packs' copy of the metadata of these files is damaged (they"
+		       " restore; 'ferry pool recover' would fail on them):\n\n", nperm ? "\n" : "");
+		print_users(rp, 1);
 	}
 	if (nofile)
 		printf("%serrors: %zu damaged or inconsistent item%s no file uses%s\n",
@@ -387,6 +421,7 @@ int cmd_scrub(int argc, char **argv)
 	static const struct option lo[] = {{"json", no_argument, NULL, 'j'},
 					   {"repair-from", required_argument, NULL, 'R'},
 					   {"limit-rate", required_argument, NULL, 'L'},
+					   {"deep", no_argument, NULL, 'D'},
 					   {"token-file", required_argument, NULL, HTTP_OPT_TOKEN_FILE},
 					   {"cacert", required_argument, NULL, HTTP_OPT_CACERT},
 					   {"timeout", required_argument, NULL, HTTP_OPT_TIMEOUT},
@@ -394,7 +429,7 @@ int cmd_scrub(int argc, char **argv)
 	struct http_conn_opts co;
 	struct net_client *nc = NULL;
 	char url_ds[STORE_NAME_MAX + 1];
-	int c, r, verbose = 0, json = 0, stop = 0, quiet = 0, rc;
+	int c, r, verbose = 0, json = 0, stop = 0, quiet = 0, deep = 0, rc;
 	const char *from = NULL;
 	uint64_t rate = 0;
 	memset(&co, 0, sizeof co);
@@ -411,6 +446,7 @@ int cmd_scrub(int argc, char **argv)
 		case 's': stop = 1; break;
 		case 'q': quiet = 1; break;
 		case 'R': from = optarg; break;
+		case 'D': deep = 1; break;
 		case 'L':
 			if (parse_size(optarg, &rate) < 0 || !rate)
 				return cli_usage("bad --limit-rate '%s' (bytes per second: 50M, 1G)", optarg);
@@ -419,8 +455,8 @@ int cmd_scrub(int argc, char **argv)
 		}
 	}
 	if (argc - optind != 1)
-		return cli_usage("usage: ferry scrub [-v] [-q] [--json] [--limit-rate RATE] [--repair-from POOL|URL [--token-file FILE] [--cacert FILE] [--timeout S]] POOL | ferry scrub -s POOL");
-	if (stop && (from || json || verbose || rate))
+		return cli_usage("usage: ferry scrub [-v] [-q] [--json] [--deep] [--limit-rate RATE] [--repair-from POOL|URL [--token-file FILE] [--cacert FILE] [--timeout S]] POOL | ferry scrub -s POOL");
+	if (stop && (from || json || verbose || rate || deep))
 		return cli_usage("-s takes no other option");
 	int url = from && net_is_url(from);
 	if (!url && (co.token_file || co.cacert || co.timeout))
@@ -456,7 +492,7 @@ int cmd_scrub(int argc, char **argv)
 	char what[STORE_NAME_MAX + 16];
 	snprintf(what, sizeof what, "scrub %s", name);
 	cli_meter_start(&m, what, 0, quiet || json);
-	struct scrub_opts o = {.progress = meter_cb, .arg = &m, .rate = rate};
+	struct scrub_opts o = {.progress = meter_cb, .arg = &m, .rate = rate, .deep = deep};
 	struct scrub_result res;
 	struct scrub_repair_result rr;
 	memset(&rr, 0, sizeof rr);
@@ -492,6 +528,8 @@ int cmd_scrub(int argc, char **argv)
 		json_object_set_new(po, "name", json_string(name));
 		json_object_set_new(po, "bytes_total", cli_json_u64(res.total_bytes));
 		json_object_set_new(po, "nodes_checked", cli_json_u64(res.nodes));
+		json_object_set_new(po, "records_checked", cli_json_u64(res.records));
+		json_object_set_new(po, "deep", json_boolean(deep));
 		json_object_set_new(po, "trees_walked", cli_json_u64(res.snapshots));
 		json_object_set_new(po, "unreferenced_blocks", cli_json_u64(res.unref_blocks));
 		json_object_set_new(po, "unreferenced_bytes", cli_json_u64(res.unref_bytes));
@@ -557,7 +595,10 @@ int cmd_scrub(int argc, char **argv)
 		printf("checked: %s of %s in %" PRIu64 " blocks, %" PRIu64 " nodes, %" PRIu64
 		       " snapshot and bookmark trees%s\n", b, t, res.blocks, res.nodes, res.snapshots,
 		       res.orphans_checked ? "" : "; orphan packs not looked for (a writer was running)");
-		printf("time: %.2f s reading and checking blocks, %.2f s nodes and figures, %.2f s"
+		format_nicenum(res.record_bytes, b, sizeof b, 1);
+		printf("records: %" PRIu64 " node records and checkpoints in the packs (%s)%s\n",
+		       res.records, b, deep ? "" : ", node records by their CRC-32C");
+		printf("time: %.2f s reading and checking blocks, %.2f s records, nodes and figures, %.2f s"
 		       " walking trees\n", (double)res.ns_blocks / 1e9, (double)res.ns_nodes / 1e9,
 		       (double)res.ns_trees / 1e9);
 		if (res.resumed) {

@@ -46,7 +46,7 @@ static const struct cli_cmd commands[] = {
 	{"rollback", cmd_rollback, "rollback [-r|-R] [-f] SNAPSHOT"},
 	{"diff", cmd_diff, "diff [-F] [-H] [-t] [-h] [--json] SNAPSHOT [SNAPSHOT|DATASET]"},
 	{"gc", cmd_gc, "gc [-v] [-q] [--json] POOL"},
-	{"scrub", cmd_scrub, "scrub [-v] [-q] [--json] [--limit-rate RATE] [--repair-from POOL|URL [--token-file FILE] [--cacert FILE] [--timeout S]] POOL\n"
+	{"scrub", cmd_scrub, "scrub [-v] [-q] [--json] [--deep] [--limit-rate RATE] [--repair-from POOL|URL [--token-file FILE] [--cacert FILE] [--timeout S]] POOL\n"
 			     "scrub -s POOL"},
 	{"dump", cmd_dump, "dump [-v] [FILE]"},
 	{"send", cmd_send, "send [-c] [--compress=CODEC] [-p] [-i SNAP|-i #BOOKMARK|-I SNAP] [-R] [-n] [-v] [-P] [-q] [--json] SNAPSHOT\n"

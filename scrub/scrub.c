@@ -7,8 +7,9 @@
  * core decodes and hashes); results come back in order, so the position
  * saved at each checkpoint is a prefix of the pool whose blocks are all
  * checked. A stop request (`ferry scrub -s`, a flag in the catalogue) is
- * looked for at each checkpoint. The other passes (packs, nodes, trees,
- * space figures) are quick and redone by every run.
+ * looked for at each checkpoint. The other passes (packs, the records
+ * besides blocks, nodes, trees, space figures) are quick and redone by
+ * every run.
  *
  * The tree pass (tree.c) names files: each snapshot's tree is walked, every file's
  * blocklist compared with the damaged hashes; a directory subtree found
@@ -185,6 +186,7 @@ static int block_pass(struct scrub *sc)
 			goto out;
 		if (r == 0)
 			break;
+		j->b.deep = sc->o->deep;
 		read += j->b.bytes;
 		if ((r = pipeline_submit(pl, j)) < 0)
 			goto out;
@@ -236,7 +238,8 @@ int scrub_run(struct store_pool *p, const struct scrub_opts *o, struct scrub_res
 	sc.st.end_ns = 0;
 	/* every kind but the block pass's is found again by this run */
 	sc.drop_kinds = 1u << STORE_SCRUB_NODE | 1u << STORE_SCRUB_NOBLOCK |
-			1u << STORE_SCRUB_NONODE | 1u << STORE_SCRUB_PACK | 1u << STORE_SCRUB_SPACE;
+			1u << STORE_SCRUB_NONODE | 1u << STORE_SCRUB_PACK | 1u << STORE_SCRUB_SPACE |
+			1u << STORE_SCRUB_RECORD;
 	uint64_t t = ferry_now_ns();
 	if ((r = store_scrub_packs(p, err_cb, orphan_cb, &sc, &res->orphans_checked)) < 0 ||
 	    (r = scrub_checkpoint(&sc, 1)) < 0 || (r = block_pass(&sc)) < 0)
@@ -251,7 +254,8 @@ int scrub_run(struct store_pool *p, const struct scrub_opts *o, struct scrub_res
 			goto out;
 		goto done;
 	}
-	if ((r = store_scrub_nodes(p, err_cb, &sc, &res->nodes, &res->node_bytes)) < 0 ||
+	if ((r = store_scrub_records(p, o->deep, err_cb, &sc, &res->records, &res->record_bytes)) < 0 ||
+	    (r = store_scrub_nodes(p, err_cb, &sc, &res->nodes, &res->node_bytes)) < 0 ||
 	    (r = store_scrub_space(p, err_cb, &sc)) < 0 ||
 	    (r = store_scrub_unreferenced(p, &res->unref_blocks, &res->unref_bytes)) < 0)
 		goto out;

@@ -21,6 +21,8 @@ struct scrub_opts {
 	uint64_t rate;     /* bytes per second the block pass reads at most; 0: no limit */
 	uint64_t checkpoint_ns; /* how often the position is saved and a stop
 				 * request looked for; 0: every 0.5 s */
+	int deep;          /* --deep: every block decoded and its BLAKE2b checked, every
+			    * node record's hash, not only the CRC-32C of the stored bytes */
 };
 
 struct scrub_result {
@@ -30,6 +32,7 @@ struct scrub_result {
 	uint64_t bytes, blocks;       /* block bytes and blocks checked (all runs) */
 	uint64_t total_bytes;         /* of every indexed block */
 	uint64_t nodes, node_bytes;   /* node rows checked */
+	uint64_t records, record_bytes; /* node records and checkpoints checked in the packs */
 	uint64_t snapshots;           /* snapshot and bookmark trees walked */
 	uint64_t unref_blocks, unref_bytes; /* garbage gc frees: not damage */
 	uint64_t orphans, orphan_bytes;     /* pack files nobody names: gc removes them */

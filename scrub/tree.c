@@ -39,6 +39,12 @@ struct tw {
 	int bad_err;
 	const char *fpath;      /* the file whose blocklist is being walked */
 	size_t fpath_len;
+	struct dmg *rec;        /* damaged node records in the packs (the catalogue's
+				 * copy may be good), sorted: users are the paths
+				 * whose nodes they are, for pool recover needs them */
+	size_t nrec, caprec;
+	const char *rpath;      /* the path whose nodes are being read */
+	size_t rpath_len;
 };
 
 static int dmg_cmp(const void *a, const void *b)
@@ -46,6 +52,20 @@ static int dmg_cmp(const void *a, const void *b)
 	const struct dmg *x = a, *y = b;
 	int c = memcmp(x->hash, y->hash, FERRY_HASH_LEN);
 	return c ? c : (x->id > y->id) - (x->id < y->id);
+}
+
+/* The first entry for hash in d (n entries, sorted), or NULL. */
+static const struct dmg *dmg_find_in(const struct dmg *d, size_t n, const uint8_t *hash)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (memcmp(d[mid].hash, hash, FERRY_HASH_LEN) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && !memcmp(d[lo].hash, hash, FERRY_HASH_LEN) ? &d[lo] : NULL;
 }
 
 /* The first entry for hash, or NULL. */
@@ -66,6 +86,13 @@ static int log_cb(void *arg, const struct store_scrub_err *e)
 {
 	struct tw *t = arg;
 	int r;
+	if (e->has_hash && e->kind == STORE_SCRUB_RECORD) {
+		if ((r = VEC_GROW(t->rec, t->caprec, t->nrec, 16, "scrubbing")) < 0)
+			return r;
+		memcpy(t->rec[t->nrec].hash, e->hash, FERRY_HASH_LEN);
+		t->rec[t->nrec++].id = e->id;
+		return 0;
+	}
 	if (!e->has_hash || (e->kind != STORE_SCRUB_BLOCK && e->kind != STORE_SCRUB_NODE))
 		return 0;
 	if ((r = VEC_GROW(t->d, t->capd, t->nd, 64, "scrubbing")) < 0)
@@ -145,6 +172,42 @@ static const uint8_t *memo_key(const struct tw *t, const uint8_t *hash, uint8_t 
 	return key;
 }
 
+/* A node read whole from the catalogue whose record in a pack is damaged:
+ * the tree being walked, at rpath, would lose it to pool recover. Once
+ * per tree and path (the walker reads a directory twice: tw_enter's
+ * load, then its own). */
+static int rec_users(struct tw *t, const uint8_t *hash)
+{
+	const struct dmg *d = dmg_find_in(t->rec, t->nrec, hash);
+	int r;
+	for (; d && d < t->rec + t->nrec && !memcmp(d->hash, hash, FERRY_HASH_LEN); d++) {
+		int dup = 0;
+		for (size_t i = t->nu; i > 0 && i + 8 > t->nu && !dup; i--) {
+			const struct store_scrub_user *o = &t->u[i - 1];
+			dup = o->err_id == d->id && o->obj_id == t->obj_id &&
+			      o->bookmark == t->bookmark && strlen(o->path) == t->rpath_len &&
+			      !memcmp(o->path, t->rpath, t->rpath_len);
+		}
+		if (dup)
+			continue;
+		if ((r = VEC_GROW(t->u, t->capu, t->nu, 256, "scrubbing")) < 0)
+			return r;
+		struct store_scrub_user *u = &t->u[t->nu];
+		u->bookmark = t->bookmark;
+		u->obj_id = t->obj_id;
+		u->guid = t->guid;
+		u->err_id = d->id;
+		if (!(u->path = malloc(t->rpath_len + 1)))
+			return ferry_err(FERR_NOMEM, "scrubbing");
+		if (t->rpath_len)
+			memcpy(u->path, t->rpath, t->rpath_len);
+		u->path[t->rpath_len] = 0;
+		t->nu++;
+		t->found++; /* the subtree is not clean: walked again in the next tree */
+	}
+	return 0;
+}
+
 static int tw_read(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, struct fbuf *out)
 {
 	struct tw *t = arg;
@@ -152,6 +215,8 @@ static int tw_read(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, str
 	if (r < 0) {
 		memcpy(t->bad, hash, FERRY_HASH_LEN);
 		t->bad_err = r;
+	} else if (t->nrec) {
+		r = rec_users(t, hash);
 	}
 	return r;
 }
@@ -197,6 +262,8 @@ static int tw_file(struct tw *t, int type, const uint8_t *child, uint64_t size, 
 	 * cost as much as the blocklist's own walk */
 	t->fpath = path;
 	t->fpath_len = len;
+	t->rpath = path;
+	t->rpath_len = len;
 	t->bad_err = 0;
 	r = node_bl_walk(tw_read, t, type, child, size, tw_extent, t);
 	if (r < 0 && (r = node_failed(t, r, child, path, len)) < 0)
@@ -246,6 +313,8 @@ static int tw_enter(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], uns
 	 * named and skipped instead of ending the walk */
 	memset(&d, 0, sizeof d);
 	t->bad_err = 0;
+	t->rpath = t->dirpath;
+	t->rpath_len = strlen(t->dirpath);
 	r = node_dir_load(tw_read, t, type, hash, &d);
 	node_dir_release(&d);
 	if (r < 0) {
@@ -290,6 +359,8 @@ static int tw_tree(struct tw *t, int64_t id, uint64_t guid, const uint8_t *root,
 	t->sc->res->snapshots++;
 	fbuf_init(&b, NODE_MAX);
 	t->bad_err = 0;
+	t->rpath = "/";
+	t->rpath_len = 1;
 	if ((r = tw_read(t, root, &type, &b)) == 0 &&
 	    (type != NODE_EXT || (r = node_root_decode(b.data, b.len, &kind, &e, &xa)) < 0)) {
 		if (r == 0)
@@ -338,6 +409,7 @@ static void tw_release(struct tw *t)
 		free(t->u[i].path);
 	free(t->u);
 	free(t->d);
+	free(t->rec);
 	free(t->fresh);
 	free(t->at_enter);
 	free(t->dirpath);
@@ -354,6 +426,8 @@ int scrub_tree_pass(struct scrub *sc)
 		goto out;
 	if (t.nd > 1)
 		qsort(t.d, t.nd, sizeof *t.d, dmg_cmp);
+	if (t.nrec > 1)
+		qsort(t.rec, t.nrec, sizeof *t.rec, dmg_cmp);
 	if ((r = store_reader_new(sc->p, &t.rd)) < 0 || (r = store_hset_new(sc->p, 0, &t.clean)) < 0 ||
 	    (r = store_ds_lookup(sc->p, store_pool_name(sc->p), &root)) < 0)
 		goto out;

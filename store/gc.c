@@ -235,7 +235,13 @@ static int copy_live(struct gc *g, int64_t id, const char *name, int out_fd, uin
 				      (long long)off);
 			goto out;
 		}
-		if ((r = io_write_full(out_fd, buf, need)) < 0)
+		/* the output pack is of this ferry's version: the CRC tail is
+		 * computed anew (the old pack may have none) */
+		uint8_t t[PACK_REC_TAIL];
+		size_t tl = pack_tail_new(g->p);
+		pack_tail_put(t, pack_rec_crc(buf, PACK_BLK_HDR_LEN, buf + PACK_BLK_HDR_LEN, hp));
+		if ((r = io_write_full(out_fd, buf, need)) < 0 ||
+		    (r = io_write_full(out_fd, t, tl)) < 0)
 			goto out;
 		if ((r = VEC_GROW(v, cap, n, 256, "collecting garbage")) < 0)
 			goto out;
@@ -244,7 +250,7 @@ static int copy_live(struct gc *g, int64_t id, const char *name, int out_fd, uin
 		v[n].psize = ps;
 		v[n].newoff = (int64_t)*out_size;
 		n++;
-		*out_size += need;
+		*out_size += need + tl;
 	}
 	if (s != SQLITE_DONE)
 		r = cat_err(g->p, "reading the block index");
@@ -305,7 +311,7 @@ static int node_rec_live(void *arg, int fd, uint64_t off, const struct pack_rec 
 	sqlite3_bind_blob(s->st_live, 1, x->hash, FERRY_HASH_LEN, SQLITE_STATIC);
 	if ((r = pack_step_exists(s->g->p, s->st_live, "looking up a node")) <= 0)
 		return r;
-	size_t need = x->hdr_len + (size_t)x->payload, got = 0;
+	size_t need = (size_t)pack_rec_len(x), got = 0;
 	if (s->out_fd < 0) {
 		s->bytes += need;
 		return 0;
@@ -317,9 +323,15 @@ static int node_rec_live(void *arg, int fd, uint64_t off, const struct pack_rec 
 		ferry_err_clear();
 		return 0;
 	}
-	if ((r = io_write_full(s->out_fd, s->buf, need)) < 0)
+	/* written as a record of the output pack's version: its CRC tail
+	 * made anew (the old pack may be of version 2, without one) */
+	size_t body = x->hdr_len + (size_t)x->payload, tl = pack_tail_new(s->g->p);
+	uint8_t t[PACK_REC_TAIL];
+	pack_tail_put(t, pack_rec_crc(s->buf, x->hdr_len, s->buf + x->hdr_len, x->payload));
+	if ((r = io_write_full(s->out_fd, s->buf, body)) < 0 ||
+	    (r = io_write_full(s->out_fd, t, tl)) < 0)
 		return r;
-	*s->out_size += need;
+	*s->out_size += body + tl;
 	s->bytes += need;
 	return 0;
 }
@@ -334,7 +346,7 @@ static int node_recs(struct gc *g, const char *name, int out_fd, uint64_t *out_s
 	*bytes = 0;
 	if (!g->p->records)
 		return 0;
-	if (out_fd >= 0 && !(s.buf = malloc(PACK_NOD_HDR_LEN + NODE_MAX)))
+	if (out_fd >= 0 && !(s.buf = malloc(PACK_NOD_HDR_LEN + NODE_MAX + PACK_REC_TAIL)))
 		return ferry_err(FERR_NOMEM, "collecting garbage");
 	if ((r = cat_prepare(g->p, "SELECT 1 FROM nodes WHERE hash = ?", &s.st_live)) == 0)
 		r = pack_nodes_each(g->p, name, node_rec_live, &s);
@@ -646,7 +658,7 @@ int store_gc_run(struct store_pool *p, const struct store_gc_opts *o, struct sto
 	}
 	/* orphans first: removing them writes nothing, so on a full disk
 	 * they make room for what follows */
-	if ((r = pack_sweep_orphans(p, &st->orphans_deleted)) < 0 || (r = mark_nodes(&g)) < 0 ||
+	if ((r = pack_sweep_orphans_quiesced(p, &st->orphans_deleted)) < 0 || (r = mark_nodes(&g)) < 0 ||
 	    (r = free_rows(&g)) < 0 || (r = sweep_packs(&g)) < 0)
 		goto out;
 	sqlite3_finalize(g.st_node);

@@ -196,7 +196,9 @@ int cat_schema_snap(struct store_pool *p) FERRY_WUR;
 #define PACK_DIR "packs"
 #define PACK_GC_LOCK "gc.lock"
 #define PACK_MAGIC "FRYPACK1"       /* 8 bytes at the start of every pack */
-#define PACK_HDR_LEN 16             /* magic, le32 version (1), le32 zero */
+#define PACK_HDR_LEN 16             /* magic, le32 version, le32 zero (3: CRC-32C of the 12 before) */
+#define PACK_VERSION_MAX 3          /* 3: every record ends with a CRC-32C (PACK_REC_TAIL) */
+#define PACK_REC_TAIL 4             /* version 3: le32 CRC-32C of a record's header and payload */
 #define PACK_BLK_MAGIC 0x4B4C4246u  /* "FBLK" little-endian */
 #define PACK_BLK_HDR_LEN 48         /* magic, codec, level, 2 zero, lsize, psize, hash */
 #define PACK_TARGET_SIZE ((uint64_t)64 << 20) /* a writer starts a new pack past this */
@@ -220,8 +222,27 @@ struct pack_rec {
 	uint32_t lsize, psize;
 	int ntype;               /* nodes */
 	uint64_t seq;            /* state records */
+	uint32_t tail;           /* PACK_REC_TAIL in a version-3 pack, else 0 */
 };
-/* Pack header of a new pack (version 1 or 2) / parsed (-FERR_CORRUPT). */
+/* A record's bytes in its pack: header, payload and (version 3) CRC. */
+static inline uint64_t pack_rec_len(const struct pack_rec *x)
+{
+	return x->hdr_len + x->payload + x->tail;
+}
+/* The version new packs of p are written as (3 in a pool that keeps
+ * records, else 1) and the CRC tail its records then carry (4 or 0). */
+int pack_version_new(const struct store_pool *p);
+size_t pack_tail_new(const struct store_pool *p);
+/* The CRC-32C a version-3 record carries after its payload: over its
+ * header (hl bytes) and payload (pl bytes). pack_tail_put encodes it. */
+uint32_t pack_rec_crc(const void *h, size_t hl, const void *payload, size_t pl);
+void pack_tail_put(uint8_t t[PACK_REC_TAIL], uint32_t crc);
+/* Checks the CRC tail of the record (header h parsed as x; the tail's
+ * bytes follow the payload's): 0, or -FERR_CORRUPT. 0 for a record
+ * without a tail (versions 1 and 2). */
+int pack_rec_crc_check(const uint8_t *h, const struct pack_rec *x, const uint8_t *payload) FERRY_WUR;
+/* Pack header of a new pack (version 1, 2 or 3) / parsed (-FERR_CORRUPT:
+ * bad magic, an unknown version, a version-3 header failing its CRC). */
 void pack_hdr_put(uint8_t h[PACK_HDR_LEN], int version);
 int pack_hdr_get(const uint8_t h[PACK_HDR_LEN], int *version) FERRY_WUR;
 void pack_nod_hdr_put(uint8_t *h, int type, uint32_t len, const uint8_t hash[FERRY_HASH_LEN]);
@@ -229,8 +250,9 @@ void pack_nod_hdr_put(uint8_t *h, int type, uint32_t len, const uint8_t hash[FER
  * version: -FERR_TRUNCATED when avail is short of it, -FERR_CORRUPT when
  * it is no valid header (caps and reserved fields checked). */
 int pack_rec_parse(const uint8_t *h, size_t avail, int version, struct pack_rec *x) FERRY_WUR;
-/* Checks payload (x->payload bytes) against the hash of header h, parsed
- * as x; scratch holds STORE_BLOCK_MAX bytes for decoding a block. */
+/* Checks payload (x->payload bytes, followed by the x->tail bytes of its
+ * CRC) against the CRC and the hash of header h, parsed as x; scratch
+ * holds STORE_BLOCK_MAX bytes for decoding a block. */
 int pack_rec_verify(const uint8_t *h, const struct pack_rec *x, const uint8_t *payload,
 		    uint8_t *scratch) FERRY_WUR;
 /* For gc: calls fn for every node record of pack name, in order (fd is
@@ -287,6 +309,13 @@ int pack_orphans_each(struct store_pool *p, pack_orphan_fn fn, void *arg) FERRY_
  * under the gc lock held exclusively (no writer is alive to be writing
  * one); *removed counts the files. */
 int pack_sweep_orphans(struct store_pool *p, uint64_t *removed) FERRY_WUR;
+/* gc's sweep: the same, inside a write transaction of the catalogue (so
+ * no commit is in flight) in which it also removes the checkpoint packs
+ * of a seq past the committed rec_seq and every checkpoint temporary
+ * file: a kill between a checkpoint's rename and its COMMIT left them,
+ * and their data packs are orphans this sweep removes, so recover must
+ * not take them for the newest state. Rolls the transaction back. */
+int pack_sweep_orphans_quiesced(struct store_pool *p, uint64_t *removed) FERRY_WUR;
 /* Called by the catalogue when the outermost transaction ends: committed,
  * the packs of p->tx_packs are the catalogue's; otherwise they are
  * unlinked. Either way the list is emptied and tx_lock_fd closed. */

@@ -57,6 +57,19 @@ int pack_blk_hdr_get(const uint8_t *h, struct codec_spec *c, uint32_t *lsize, ui
 	return 0;
 }
 
+/* A pool of format 1 writes packs of version 1, whose readers know no
+ * records; one of format 2 writes version 3 (records, each with a CRC-32C
+ * so scrub can check stored bytes without decoding them). */
+int pack_version_new(const struct store_pool *p)
+{
+	return p->records ? 3 : 1;
+}
+
+size_t pack_tail_new(const struct store_pool *p)
+{
+	return pack_version_new(p) >= 3 ? PACK_REC_TAIL : 0;
+}
+
 void pack_path(const struct store_pool *p, const char *name, char *out, size_t n)
 {
 	snprintf(out, n, "%s/%s/%s", p->path, PACK_DIR, name);
@@ -96,7 +109,7 @@ int pack_create(struct store_pool *p, int *fd, char name[32])
 			continue;
 		if (r < 0)
 			return r;
-		pack_hdr_put(hdr, p->records ? 2 : 1); /* version 2 may hold records */
+		pack_hdr_put(hdr, pack_version_new(p));
 		r = io_write_full(f, hdr, sizeof hdr);
 		if (r < 0) {
 			close(f);
@@ -151,7 +164,11 @@ int pack_unlink(struct store_pool *p, const char *name, int sync)
 	return io_fsync_dir(dir);
 }
 
-int pack_orphans_each(struct store_pool *p, pack_orphan_fn fn, void *arg)
+/* quiesced: the caller holds the catalogue's write lock (a transaction
+ * begun IMMEDIATE), so no commit is between its checkpoint's rename and
+ * its COMMIT: a checkpoint pack past the committed seq, or a temporary
+ * file of any seq, is then what a killed commit left, an orphan too. */
+static int orphans_walk(struct store_pool *p, int quiesced, pack_orphan_fn fn, void *arg)
 {
 	char dir[PATH_MAX];
 	sqlite3_stmt *st = NULL;
@@ -176,12 +193,20 @@ int pack_orphans_each(struct store_pool *p, pack_orphan_fn fn, void *arg)
 	struct dirent *de;
 	while (r == 0 && (de = readdir(d))) {
 		uint64_t ts = rec_name_seq(de->d_name, 1);
-		if (ts && ts <= committed) {
+		if (ts && (ts <= committed || quiesced)) {
 			r = fn(arg, dirfd(d), de->d_name, dir);
 			continue;
 		}
-		if (de->d_name[0] == '.' || rec_name_seq(de->d_name, 0) > committed)
+		if (de->d_name[0] == '.')
 			continue;
+		if (rec_name_seq(de->d_name, 0) > committed) {
+			/* its data packs are orphans a sweep removes: kept, it
+			 * would be the newest checkpoint recover takes, naming
+			 * blocks no longer there (recover would refuse) */
+			if (quiesced)
+				r = fn(arg, dirfd(d), de->d_name, dir);
+			continue;
+		}
 		/* an orphan is decided on this lookup alone: a bind that failed
 		 * (no memory) would look up NULL and find nothing, so it stops
 		 * the walk rather than let a live pack pass for one */
@@ -204,6 +229,11 @@ int pack_orphans_each(struct store_pool *p, pack_orphan_fn fn, void *arg)
 	return r;
 }
 
+int pack_orphans_each(struct store_pool *p, pack_orphan_fn fn, void *arg)
+{
+	return orphans_walk(p, 0, fn, arg);
+}
+
 static int sweep_one(void *arg, int dfd, const char *name, const char *dir)
 {
 	if (io_unlinkat(dfd, name, dir) == 0)
@@ -213,16 +243,41 @@ static int sweep_one(void *arg, int dfd, const char *name, const char *dir)
 	return 0;
 }
 
-int pack_sweep_orphans(struct store_pool *p, uint64_t *removed)
+static int sweep(struct store_pool *p, int quiesced, uint64_t *removed)
 {
 	char dir[PATH_MAX];
 	uint64_t n = 0;
-	int r = pack_orphans_each(p, sweep_one, &n);
+	int r = orphans_walk(p, quiesced, sweep_one, &n);
 	snprintf(dir, sizeof dir, "%s/%s", p->path, PACK_DIR);
 	if (r == 0 && n)
 		r = io_fsync_dir(dir);
 	if (removed)
 		*removed = n;
+	return r;
+}
+
+int pack_sweep_orphans(struct store_pool *p, uint64_t *removed)
+{
+	return sweep(p, 0, removed);
+}
+
+int pack_sweep_orphans_quiesced(struct store_pool *p, uint64_t *removed)
+{
+	int r;
+	if (!p->records)
+		return sweep(p, 0, removed);
+	if (p->tx_depth > 0) /* the caller's transaction holds the lock already */
+		return sweep(p, 1, removed);
+	/* the write lock, held through the walk: rec_seq read inside it is
+	 * the last committed one, and no checkpoint is in flight. Nothing is
+	 * written in the catalogue, so the transaction is rolled back. */
+	if ((r = store_tx_begin(p)) < 0)
+		return r;
+	r = sweep(p, 1, removed);
+	struct ferry_errsave e;
+	ferry_err_save(&e);
+	store_tx_rollback(p);
+	ferry_err_restore(&e);
 	return r;
 }
 

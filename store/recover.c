@@ -64,17 +64,19 @@ static int read_record(struct rcv *c, int fd, uint64_t off, uint64_t size, int v
 	if ((r = io_pread_full(fd, h, PACK_CAT_HDR_LEN, (off_t)off, &got)) < 0 ||
 	    (r = pack_rec_parse(h, got, version, x)) < 0)
 		return r;
-	if (size - off < x->hdr_len + x->payload)
+	if (size - off < pack_rec_len(x))
 		return ferry_err(FERR_TRUNCATED, "record is truncated");
 	uint8_t *dst = c->buf;
 	if (x->kind == PACK_REC_STATE) {
-		if (!(dst = malloc(x->payload ? x->payload : 1)))
+		if (!(dst = malloc(x->payload + x->tail + 1)))
 			return ferry_err(FERR_NOMEM, "reading a state record");
 		*big = dst;
 	}
-	if ((r = io_pread_full(fd, dst, x->payload, (off_t)(off + x->hdr_len), &got)) < 0)
+	/* the payload and its CRC tail (version 3), which follows it */
+	size_t want = x->payload + x->tail;
+	if ((r = io_pread_full(fd, dst, want, (off_t)(off + x->hdr_len), &got)) < 0)
 		return r;
-	if (got != x->payload)
+	if (got != want)
 		return ferry_err(FERR_TRUNCATED, "record is truncated");
 	return pack_rec_verify(h, x, dst, c->scratch);
 }
@@ -208,7 +210,7 @@ static int scan_pack(struct rcv *c, const char *dir, const char *name)
 			if (sqlite3_changes(c->q.db))
 				*(x.kind == PACK_REC_BLOCK ? &c->rep->blocks : &c->rep->nodes) += 1;
 		}
-		off += x.hdr_len + x.payload;
+		off += pack_rec_len(&x);
 	}
 	r = 0;
 out:

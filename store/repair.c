@@ -138,11 +138,15 @@ int store_repair_block(struct store_repair *rp, const struct store_scrub_err *e,
 	if ((r = VEC_GROW(rp->b, rp->capb, rp->nb, 64, "repairing")) < 0)
 		return r;
 	pack_blk_hdr_put(hdr, e->codec, lsize, psize, e->hash);
+	uint8_t t[PACK_REC_TAIL];
+	size_t tl = pack_tail_new(rp->p);
+	pack_tail_put(t, pack_rec_crc(hdr, sizeof hdr, payload, psize));
 	if ((r = io_write_full(rp->fd, hdr, sizeof hdr)) < 0 ||
-	    (r = io_write_full(rp->fd, payload, psize)) < 0)
+	    (r = io_write_full(rp->fd, payload, psize)) < 0 ||
+	    (r = io_write_full(rp->fd, t, tl)) < 0)
 		return r;
 	rp->b[rp->nb++] = (struct rep_block){id, pk, (int64_t)rp->size, e->id};
-	rp->size += sizeof hdr + psize;
+	rp->size += sizeof hdr + psize + tl;
 	rp->bytes += psize;
 	return 0;
 }
@@ -187,10 +191,14 @@ static int repair_node_records(struct store_repair *rp)
 	rp->nsize = PACK_HDR_LEN;
 	for (size_t i = 0; i < rp->nn; i++) {
 		pack_nod_hdr_put(hdr, rp->n[i].type, (uint32_t)rp->n[i].len, rp->n[i].hash);
+		uint8_t t[PACK_REC_TAIL];
+		size_t tl = pack_tail_new(rp->p);
+		pack_tail_put(t, pack_rec_crc(hdr, sizeof hdr, rp->n[i].data, rp->n[i].len));
 		if ((r = io_write_full(rp->nfd, hdr, sizeof hdr)) < 0 ||
-		    (rp->n[i].len && (r = io_write_full(rp->nfd, rp->n[i].data, rp->n[i].len)) < 0))
+		    (rp->n[i].len && (r = io_write_full(rp->nfd, rp->n[i].data, rp->n[i].len)) < 0) ||
+		    (r = io_write_full(rp->nfd, t, tl)) < 0)
 			return r;
-		rp->nsize += sizeof hdr + rp->n[i].len;
+		rp->nsize += sizeof hdr + rp->n[i].len + tl;
 	}
 	snprintf(what, sizeof what, "pack '%s'", rp->nname);
 	return io_fsync(rp->nfd, what);

@@ -184,6 +184,16 @@ int store_scrub_packs(struct store_pool *p, store_scrub_err_fn fn, store_scrub_o
 				   e == ENOENT ? "is missing" : strerror(e), (long long)v[i].nblocks);
 			continue;
 		}
+		/* the version: whether the last block ends with a CRC tail. A
+		 * bad header is reported below; the reach then has none. */
+		int version = 0;
+		if (io_pread_full(fd, hdr, sizeof hdr, 0, &got) < 0 || got != sizeof hdr ||
+		    pack_hdr_get(hdr, &version) < 0) {
+			ferry_err_clear();
+			version = 0;
+		}
+		if (version >= 3 && v[i].nblocks)
+			v[i].reach += PACK_REC_TAIL;
 		if ((uint64_t)sb.st_size < (uint64_t)v[i].reach)
 			r = report(fn, arg, STORE_SCRUB_PACK, v[i].name,
 				   "pack '%s' is truncated: %lld bytes, its index reaches %lld", v[i].name,
@@ -192,16 +202,335 @@ int store_scrub_packs(struct store_pool *p, store_scrub_err_fn fn, store_scrub_o
 			r = report(fn, arg, STORE_SCRUB_PACK, v[i].name,
 				   "pack '%s': index rows reach %lld, past the %lld bytes the catalogue"
 				   " recorded", v[i].name, (long long)v[i].reach, (long long)v[i].size);
-		int version; /* 1, or 2 for a pack that may hold records (records.c) */
-		if (r == 0 && (io_pread_full(fd, hdr, sizeof hdr, 0, &got) < 0 || got != sizeof hdr ||
-			       pack_hdr_get(hdr, &version) < 0)) {
-			ferry_err_clear();
+		if (r == 0 && !version)
 			r = report(fn, arg, STORE_SCRUB_PACK, v[i].name, "pack '%s' has a bad header",
 				   v[i].name);
-		}
 		close(fd);
 	}
 	free(v);
+	return r;
+}
+
+/* ---- the records besides the indexed blocks ------------------------------------- */
+
+struct recscan {
+	struct store_pool *p;
+	int deep, fd, version;
+	const char *pack;
+	char rec_pack[64];         /* the committed checkpoint's pack (meta rec_pack) */
+	struct fbuf buf;           /* the record being checked */
+	uint8_t *scratch;          /* STORE_BLOCK_MAX: a resync's candidate blocks decode here */
+	sqlite3_stmt *st_has;      /* the catalogue's row of a node */
+	store_scrub_err_fn fn;
+	void *arg;
+	uint64_t count, bytes;
+};
+
+struct extent {
+	uint64_t off, len;
+};
+
+/* An error that is damage of the bytes read (or of reading them), not a
+ * failure of the scrub itself. */
+static int is_damage(int r)
+{
+	return r == -FERR_CORRUPT || r == -FERR_TRUNCATED || r == -FERR_IO || r == -FERR_LIMIT;
+}
+
+/* The header of the record at off, which must end by end, into *x. */
+static int rec_head(struct recscan *rs, uint64_t off, uint64_t end, struct pack_rec *x)
+{
+	uint8_t h[PACK_CAT_HDR_LEN];
+	size_t got = 0, want = end - off < sizeof h ? (size_t)(end - off) : sizeof h;
+	int r;
+	memset(x, 0, sizeof *x);
+	if ((r = io_pread_full(rs->fd, h, want, (off_t)off, &got)) < 0 ||
+	    (r = pack_rec_parse(h, got, rs->version, x)) < 0)
+		return r;
+	if (end - off < pack_rec_len(x))
+		return ferry_err(FERR_TRUNCATED, "its length runs past the next record");
+	return 0;
+}
+
+/* The whole record at off (header parsed into x) into rs->buf. */
+static int rec_load(struct recscan *rs, uint64_t off, const struct pack_rec *x)
+{
+	size_t n = (size_t)pack_rec_len(x), got = 0;
+	int r;
+	if ((r = fbuf_reserve(&rs->buf, n)) < 0 ||
+	    (r = io_pread_full(rs->fd, rs->buf.data, n, (off_t)off, &got)) < 0)
+		return r;
+	rs->buf.len = got;
+	return got == n ? 0 : ferry_err(FERR_TRUNCATED, "the record is truncated");
+}
+
+/* After damage at off: the next offset before end where a record parses
+ * and passes all its checks (its hash too), or end. */
+static int rec_resync(struct recscan *rs, uint64_t off, uint64_t end, uint64_t *next)
+{
+	enum { WIN = 65536 };
+	uint8_t win[WIN + 4];
+	int r;
+	for (uint64_t pos = off + 1; pos + 4 <= end; pos += WIN) {
+		size_t got = 0, want = end - pos < sizeof win ? (size_t)(end - pos) : sizeof win;
+		if ((r = io_pread_full(rs->fd, win, want, (off_t)pos, &got)) < 0) {
+			if (!is_damage(r))
+				return r;
+			ferry_err_clear();
+			break;
+		}
+		for (size_t j = 0; j + 4 <= got && j < WIN; j++) {
+			uint32_t m = get_le32(win + j);
+			struct pack_rec x;
+			if (m != PACK_BLK_MAGIC && m != PACK_NOD_MAGIC && m != PACK_CAT_MAGIC)
+				continue;
+			r = rec_head(rs, pos + j, end, &x);
+			if (r == 0)
+				r = rec_load(rs, pos + j, &x);
+			if (r == 0)
+				r = pack_rec_verify(rs->buf.data, &x, rs->buf.data + x.hdr_len, rs->scratch);
+			if (r == 0) {
+				*next = pos + j;
+				return 0;
+			}
+			if (!is_damage(r))
+				return r;
+			ferry_err_clear();
+		}
+	}
+	*next = end;
+	return 0;
+}
+
+/* The damage of the record at off (x as far as its header parsed). */
+static int rec_report(struct recscan *rs, uint64_t off, const struct pack_rec *x, int parsed,
+		      int err)
+{
+	struct store_scrub_err e;
+	char hex[FERRY_HASH_HEX], why[96];
+	int r;
+	memset(&e, 0, sizeof e);
+	e.kind = STORE_SCRUB_RECORD;
+	e.offset = (int64_t)off;
+	snprintf(e.pack, sizeof e.pack, "%s", rs->pack);
+	snprintf(why, sizeof why, "%s", ferry_errmsg(err));
+	ferry_err_clear();
+	if (parsed && x->kind == PACK_REC_NODE) {
+		e.has_hash = 1;
+		memcpy(e.hash, x->hash, FERRY_HASH_LEN);
+		hash_to_hex(x->hash, hex);
+		sqlite3_reset(rs->st_has);
+		sqlite3_bind_blob(rs->st_has, 1, x->hash, FERRY_HASH_LEN, SQLITE_STATIC);
+		if ((r = pack_step_exists(rs->p, rs->st_has, "looking up a node")) < 0)
+			return r;
+		snprintf(e.detail, sizeof e.detail, "node record of node %.16s: %s (%s)", hex, why,
+			 r ? "the catalogue's copy serves restore; pool recover would lack this one"
+			   : "a node the catalogue does not have");
+	} else if (parsed && x->kind == PACK_REC_STATE) {
+		snprintf(e.detail, sizeof e.detail, "checkpoint %" PRIu64 "%s: %s", x->seq,
+			 strcmp(rs->pack, rs->rec_pack) ? "" :
+			 " (the committed one, which pool recover starts from)", why);
+	} else if (x->kind == PACK_REC_NODE || x->kind == PACK_REC_STATE) {
+		snprintf(e.detail, sizeof e.detail, "%s whose header does not parse: %s",
+			 x->kind == PACK_REC_NODE ? "a node record" : "a checkpoint", why);
+	} else {
+		snprintf(e.detail, sizeof e.detail, "bytes that are no good record: %s", why);
+	}
+	return rs->fn(rs->arg, &e);
+}
+
+/* The records of one pack between its indexed blocks (ext, sorted). */
+/* What the damaged bytes [off, next) were, from their layout: a block
+ * (PACK_REC_BLOCK), a node record or checkpoint, or 0 when they fit none.
+ * One flip spares the magic or the length: either tells. */
+static int rec_was(struct recscan *rs, uint64_t off, uint64_t next)
+{
+	uint8_t h[20];
+	size_t got = 0;
+	uint64_t span = next - off, tail = rs->version >= 3 ? PACK_REC_TAIL : 0;
+	if (span < sizeof h || io_pread_full(rs->fd, h, sizeof h, (off_t)off, &got) < 0 ||
+	    got != sizeof h) {
+		ferry_err_clear();
+		return 0;
+	}
+	uint32_t m = get_le32(h);
+	if (m == PACK_NOD_MAGIC || PACK_NOD_HDR_LEN + get_le32(h + 8) + tail == span)
+		return PACK_REC_NODE;
+	if (m == PACK_CAT_MAGIC || PACK_CAT_HDR_LEN + get_le32(h + 16) + tail == span)
+		return PACK_REC_STATE;
+	if (m == PACK_BLK_MAGIC || PACK_BLK_HDR_LEN + get_le32(h + 12) + tail == span)
+		return PACK_REC_BLOCK;
+	return 0;
+}
+
+/* The records of one pack between its indexed blocks (ext, sorted). A
+ * block record there is garbage (gc's to drop; a repair leaves the
+ * damaged copy it replaced so): checked, so that a damaged one is
+ * stepped over to the next good record, never reported. */
+static int rec_pack_scan(struct recscan *rs, uint64_t size, const struct extent *ext, size_t n)
+{
+	uint64_t pos = PACK_HDR_LEN;
+	size_t bi = 0;
+	int r;
+	while (pos < size) {
+		while (bi < n && ext[bi].off < pos)
+			bi++;
+		if (bi < n && ext[bi].off == pos) { /* the block pass's */
+			pos += ext[bi++].len;
+			continue;
+		}
+		uint64_t end = bi < n ? ext[bi].off : size, next;
+		struct pack_rec x;
+		r = rec_head(rs, pos, end, &x);
+		int parsed = r == 0;
+		if (r == 0)
+			r = rec_load(rs, pos, &x);
+		if (r == 0) {
+			const uint8_t *h = rs->buf.data, *pl = h + x.hdr_len;
+			/* a node record is only a copy of a node the catalogue
+			 * checks by hash: its CRC, as for blocks. A checkpoint
+			 * is what recover starts from: its hash always. */
+			if ((x.kind == PACK_REC_NODE || x.kind == PACK_REC_BLOCK) && x.tail && !rs->deep)
+				r = pack_rec_crc_check(h, &x, pl);
+			else
+				r = pack_rec_verify(h, &x, pl, rs->scratch);
+		}
+		if (r == 0) {
+			if (x.kind != PACK_REC_BLOCK) {
+				rs->count++;
+				rs->bytes += pack_rec_len(&x);
+			}
+			pos += pack_rec_len(&x);
+			continue;
+		}
+		if (!is_damage(r))
+			return r;
+		int err = r;
+		struct ferry_errsave es;
+		ferry_err_save(&es);
+		if ((r = rec_resync(rs, pos, end, &next)) < 0)
+			return r;
+		ferry_err_restore(&es);
+		int was = parsed ? x.kind : rec_was(rs, pos, next);
+		if (was == PACK_REC_BLOCK) {
+			ferry_err_clear(); /* a damaged garbage block */
+		} else {
+			if (!parsed)
+				x.kind = was;
+			if ((r = rec_report(rs, pos, &x, parsed, err)) < 0)
+				return r;
+		}
+		pos = next;
+	}
+	return 0;
+}
+
+int store_scrub_records(struct store_pool *p, int deep, store_scrub_err_fn fn, void *arg,
+			uint64_t *count, uint64_t *bytes)
+{
+	struct recscan rs;
+	sqlite3_stmt *st_packs = NULL, *st_ext = NULL;
+	struct packname {
+		int64_t id;
+		char name[64];
+	} *v = NULL;
+	struct extent *ext = NULL;
+	size_t nv = 0, capv = 0, next = 0, capext = 0;
+	int r, k, lock = -1;
+	memset(&rs, 0, sizeof rs);
+	rs.p = p;
+	rs.deep = deep;
+	rs.fd = -1;
+	rs.fn = fn;
+	rs.arg = arg;
+	fbuf_init(&rs.buf, PACK_CAT_HDR_LEN + PACK_CAT_MAX + PACK_REC_TAIL);
+	*count = *bytes = 0;
+	if (!p->records)
+		return 0;
+	if (cat_meta_get(p, "rec_pack", rs.rec_pack, sizeof rs.rec_pack) < 0)
+		ferry_err_clear(); /* none yet */
+	/* no gc meanwhile: it deletes and rewrites packs */
+	if ((r = pack_lock(p, 0, &lock)) < 0)
+		goto out;
+	if (!(rs.scratch = malloc(STORE_BLOCK_MAX))) {
+		r = ferry_err(FERR_NOMEM, "scrubbing");
+		goto out;
+	}
+	if ((r = cat_prepare(p, "SELECT id, name FROM packs ORDER BY id", &st_packs)) < 0 ||
+	    (r = cat_prepare(p, "SELECT offset, psize FROM blocks WHERE pack_id = ? ORDER BY offset",
+			     &st_ext)) < 0 ||
+	    (r = cat_prepare(p, "SELECT 1 FROM nodes WHERE hash = ?", &rs.st_has)) < 0)
+		goto out;
+	while ((k = sqlite3_step(st_packs)) == SQLITE_ROW) {
+		if ((r = VEC_GROW(v, capv, nv, 64, "scrubbing")) < 0)
+			goto out;
+		v[nv].id = sqlite3_column_int64(st_packs, 0);
+		const char *nm = (const char *)sqlite3_column_text(st_packs, 1);
+		snprintf(v[nv].name, sizeof v[nv].name, "%s", nm ? nm : "");
+		nv++;
+	}
+	if (k != SQLITE_DONE) {
+		r = cat_err(p, "listing packs");
+		goto out;
+	}
+	for (size_t i = 0; i < nv; i++) {
+		char path[PATH_MAX];
+		uint8_t hdr[PACK_HDR_LEN];
+		struct stat sb;
+		size_t got = 0;
+		pack_path(p, v[i].name, path, sizeof path);
+		/* a pack missing, unreadable or with a bad header is
+		 * store_scrub_packs's to report; one of version 1 has only
+		 * blocks, the block pass's */
+		if ((rs.fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		if (fstat(rs.fd, &sb) != 0 || io_pread_full(rs.fd, hdr, sizeof hdr, 0, &got) < 0 ||
+		    got != sizeof hdr || pack_hdr_get(hdr, &rs.version) < 0 || rs.version < 2) {
+			ferry_err_clear();
+			close(rs.fd);
+			rs.fd = -1;
+			continue;
+		}
+		(void)posix_fadvise(rs.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+		uint64_t tail = rs.version >= 3 ? PACK_REC_TAIL : 0;
+		next = 0;
+		sqlite3_reset(st_ext);
+		sqlite3_bind_int64(st_ext, 1, v[i].id);
+		while ((k = sqlite3_step(st_ext)) == SQLITE_ROW) {
+			int64_t off = sqlite3_column_int64(st_ext, 0), ps = sqlite3_column_int64(st_ext, 1);
+			if (off < PACK_HDR_LEN || ps <= 0 || (uint64_t)ps > STORE_BLOCK_MAX)
+				continue; /* a bad row: the block pass reports it */
+			if ((r = VEC_GROW(ext, capext, next, 256, "scrubbing")) < 0)
+				goto out;
+			ext[next].off = (uint64_t)off;
+			ext[next++].len = PACK_BLK_HDR_LEN + (uint64_t)ps + tail;
+		}
+		if (k != SQLITE_DONE) {
+			r = cat_err(p, "reading the block index");
+			goto out;
+		}
+		rs.pack = v[i].name;
+		r = rec_pack_scan(&rs, (uint64_t)sb.st_size, ext, next);
+		close(rs.fd);
+		rs.fd = -1;
+		if (r < 0)
+			goto out;
+	}
+	r = 0;
+	*count = rs.count;
+	*bytes = rs.bytes;
+out:
+	if (rs.fd >= 0)
+		close(rs.fd);
+	sqlite3_finalize(st_packs);
+	sqlite3_finalize(st_ext);
+	sqlite3_finalize(rs.st_has);
+	fbuf_release(&rs.buf);
+	free(rs.scratch);
+	free(v);
+	free(ext);
+	if (lock >= 0)
+		close(lock);
 	return r;
 }
 

@@ -1005,6 +1005,9 @@ enum store_scrub_kind {
 	STORE_SCRUB_NONODE,      /* a node a snapshot's tree names that the catalogue lacks */
 	STORE_SCRUB_PACK,        /* a pack file missing, truncated, or with a bad header */
 	STORE_SCRUB_SPACE,       /* a snapshot's recorded space figures differ from its blocks' */
+	STORE_SCRUB_RECORD,      /* a record in a pack besides the indexed blocks (a node
+				  * record, a checkpoint, or bytes that parse as none)
+				  * that fails its checks; hash: a node record's node */
 };
 #define STORE_SCRUB_DETAIL_MAX 200
 struct store_scrub_err {
@@ -1044,6 +1047,9 @@ struct store_scan_batch {
 				  * least STORE_BLOCK_MAX + 4 MiB (a run is at most 4
 				  * MiB, or one block); items start zeroed */
 	uint64_t bytes;          /* block bytes (headers and payloads) it covers */
+	uint32_t tail;           /* the pack's records end with a CRC-32C (version 3): 4, else 0 */
+	int deep;                /* set by the caller: decode and hash every block, not only
+				  * check its CRC (blocks without one always are) */
 };
 /* Starts at (pack_id, offset): the first block at or after it (0, 0: all). */
 int store_scan_new(struct store_pool *p, int64_t pack_id, int64_t offset,
@@ -1074,6 +1080,15 @@ typedef int (*store_scrub_err_fn)(void *arg, const struct store_scrub_err *e);
 typedef int (*store_scrub_orphan_fn)(void *arg, const char *pack, uint64_t size);
 int store_scrub_packs(struct store_pool *p, store_scrub_err_fn fn, store_scrub_orphan_fn orphan,
 		      void *arg, int *orphans_checked) FERRY_WUR;
+/* Every record of every pack besides its indexed blocks (those are the
+ * block pass's): node records (in a version-3 pack checked by their
+ * CRC-32C, with deep or in an older pack by their node hash too) and
+ * checkpoints (hash and CRC), and any bytes there that parse as no
+ * record; each damage reported to fn as STORE_SCRUB_RECORD with its pack
+ * and offset. Unindexed block records (garbage gc has not rewritten) are
+ * stepped over unchecked. *count and *bytes: the records checked. */
+int store_scrub_records(struct store_pool *p, int deep, store_scrub_err_fn fn, void *arg,
+			uint64_t *count, uint64_t *bytes) FERRY_WUR;
 /* Checks every node row (type, size, bytes against the hash): fn for
  * each bad one; *count and *bytes the rows and their bytes. */
 int store_scrub_nodes(struct store_pool *p, store_scrub_err_fn fn, void *arg, uint64_t *count,

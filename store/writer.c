@@ -477,6 +477,38 @@ int store_writer_put(struct store_writer *w, const struct store_block *b, int *s
 	return writer_err(w, writer_put(w, b, stored));
 }
 
+/* One record (header, payload and, in a version-3 pack, the CRC tail)
+ * into the current pack, through the buffer; w->cur_size grows. */
+static int writer_record(struct store_writer *w, const uint8_t *hdr, size_t hl,
+			 const void *payload, size_t pl)
+{
+	uint8_t t[PACK_REC_TAIL];
+	size_t tl = pack_tail_new(w->p), need = hl + pl + tl;
+	int r;
+	if (tl)
+		pack_tail_put(t, pack_rec_crc(hdr, hl, payload, pl));
+	if (w->buflen + need > WBUF_SIZE && (r = flush_buf(w)) < 0)
+		return r;
+	if (need > WBUF_SIZE) {
+		/* too big for a buffer: written from where it is, by the
+		 * flusher too (so a failure is kept), and waited for (the
+		 * payload is the caller's); the tail then starts the empty
+		 * buffer */
+		if ((r = flush_queue(w, hdr, hl, payload, pl)) < 0 || (r = flusher_wait(w)) < 0)
+			return r;
+		memcpy(w->buf + w->buflen, t, tl);
+		w->buflen += tl;
+	} else {
+		memcpy(w->buf + w->buflen, hdr, hl);
+		if (pl)
+			memcpy(w->buf + w->buflen + hl, payload, pl);
+		memcpy(w->buf + w->buflen + hl + pl, t, tl);
+		w->buflen += need;
+	}
+	w->cur_size += need;
+	return 0;
+}
+
 static int writer_put(struct store_writer *w, const struct store_block *b, int *stored)
 {
 	uint8_t hdr[PACK_BLK_HDR_LEN];
@@ -515,22 +547,9 @@ static int writer_put(struct store_writer *w, const struct store_block *b, int *
 	if (sqlite3_changes(w->p->db) == 0)
 		return add_ref(w, b->hash, b->codec);
 	pack_blk_hdr_put(hdr, b->codec, b->lsize, b->psize, b->hash);
-	size_t need = PACK_BLK_HDR_LEN + (size_t)b->psize;
-	if (w->buflen + need > WBUF_SIZE && (r = flush_buf(w)) < 0)
+	if ((r = writer_record(w, hdr, sizeof hdr, b->payload, b->psize)) < 0)
 		return r;
-	if (need > WBUF_SIZE) {
-		/* too big for a buffer: written from where it is, by the
-		 * flusher too (so a failure is kept), and waited for (the
-		 * payload is the caller's) */
-		if ((r = flush_queue(w, hdr, sizeof hdr, b->payload, b->psize)) < 0 ||
-		    (r = flusher_wait(w)) < 0)
-			return r;
-	} else {
-		memcpy(w->buf + w->buflen, hdr, sizeof hdr);
-		memcpy(w->buf + w->buflen + sizeof hdr, b->payload, b->psize);
-		w->buflen += need;
-	}
-	w->cur_size += need;
+	size_t need = PACK_BLK_HDR_LEN + (size_t)b->psize + pack_tail_new(w->p);
 	w->blocks++;
 	w->bytes += need;
 	if (stored)
@@ -753,20 +772,8 @@ static int put_node_records(struct store_writer *w)
 			goto out;
 		first = 0;
 		pack_nod_hdr_put(hdr, type, (uint32_t)len, h);
-		size_t need = sizeof hdr + len;
-		if (w->buflen + need > WBUF_SIZE && (r = flush_buf(w)) < 0)
+		if ((r = writer_record(w, hdr, sizeof hdr, data, len)) < 0)
 			goto out;
-		if (need > WBUF_SIZE) { /* as writer_put does for a big block */
-			if ((r = flush_queue(w, hdr, sizeof hdr, data, len)) < 0 ||
-			    (r = flusher_wait(w)) < 0)
-				goto out;
-		} else {
-			memcpy(w->buf + w->buflen, hdr, sizeof hdr);
-			if (len)
-				memcpy(w->buf + w->buflen + sizeof hdr, data, len);
-			w->buflen += need;
-		}
-		w->cur_size += need;
 	}
 	if (s != SQLITE_DONE)
 		r = cat_err(w->p, "reading the snapshot's new nodes");

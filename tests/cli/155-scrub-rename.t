@@ -13,8 +13,10 @@ head -c 50000 /dev/urandom >"$S/d/random"
 ferry pool create -o compression=lz4 tank "$T/p/tank"
 ferry create -o source="$S" -o recordsize=16K tank/fs
 ferry snapshot tank/fs@a
+cp -a "$S" "$TS/a"
 echo more >"$S/d/more"
 ferry snapshot tank/fs@b
+cp -a "$S" "$TS/b"
 ferry bookmark tank/fs@a tank/fs#mark
 
 # the first block of 'numbers' (in both snapshots), and the blocklist node
@@ -76,4 +78,24 @@ is "$rc:$(sqlite3 "$T/p/tank/catalog.db" "SELECT count(*) FROM sqlite_master WHE
 	"the next scrub drops the older table"
 like "$(listing)" "^tank/fs3#mark:/" "and lists the names of now"
 unlike "$(listing)" "tank/old" "none of the older names"
+
+# ---- the damage undone: a clean scrub, then the after-check against a pool
+# that got the same trees, snapshots and bookmark under the names of now
+python3 -c "
+import sys; n, o = sys.argv[1], int(sys.argv[2])
+f = open(sys.argv[3] + '/' + n, 'r+b'); f.seek(o); b = f.read(1); f.seek(o); f.write(bytes([b[0] ^ 2]))" $blk "$T/p/tank/packs"
+python3 - "$T/p/tank/catalog.db" "$node" <<'EOF'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1]); h = bytes.fromhex(sys.argv[2])
+d = bytearray(db.execute("SELECT data FROM nodes WHERE hash = ?", (h,)).fetchone()[0]); d[-1] ^= 1
+db.execute("UPDATE nodes SET data = ? WHERE hash = ?", (bytes(d), h)); db.commit()
+EOF
+run ferry scrub tank
+is "$rc:$(listing)" "0:" "the flips undone: scrub is clean and pool status lists no file"
+ferry pool create -o compression=lz4 ctl "$T/p/ctl"
+ferry create -o source="$TS/a" -o recordsize=16K ctl/fs3
+ferry snapshot ctl/fs3@first
+ferry bookmark ctl/fs3@first ctl/fs3#mark
+ferry snapshot --from "$TS/b" ctl/fs3@new
+after_check -e "/fs3@first=$TS/a" -e "/fs3@new=$TS/b" tank ctl "renamed, destroyed and snapshotted with a scrub log"
 done_testing

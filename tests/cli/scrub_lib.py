@@ -9,6 +9,18 @@ trees, independent of ferry's own walk.
   scrub_lib.py flip-nodes POOLDIR N SEED [TYPE]   flips one bit of N distinct
       node rows of the catalogue (of that node type only, with TYPE: 2, the
       blocklists, are leaves, so none hides another); prints "node HEX" each
+  scrub_lib.py flip-any POOLDIR SEED [KIND]   flips one bit at a uniformly
+      random byte of the pool's pack files (each byte of every pack equally
+      likely: file headers, block headers, payloads and CRCs, node
+      records, checkpoints), or with KIND (pack, block, node, state) of
+      the bytes of that kind only; prints what it hit, parsed from the clean
+      bytes: "block HEX", "record PACK OFFSET node HEX",
+      "record PACK OFFSET state" or "pack PACK"
+  scrub_lib.py check-any HIT RECSIZE POOL SNAP=DIR... < SCRUB_JSON
+      a "block" as check does; a record: exactly one error, of kind
+      record at that pack and offset (a node record's with a path when
+      its node's hash is the one reported); a pack header: exactly one
+      error, of kind pack, naming the pack
   scrub_lib.py check FLIPS RECSIZE POOL SNAP=DIR... < SCRUB_JSON
       every flipped block is reported (kind block) with exactly the files
       whose content has that record, as POOL/DS@SNAP:/PATH, every flipped
@@ -31,13 +43,120 @@ def flip_blocks(pooldir, n, seed):
                       ' ON k.id = b.pack_id ORDER BY b.id').fetchall()
     db.close()
     for name, off, psize, h in rnd.sample(rows, min(n, len(rows))):
-        pos = off + rnd.randrange(48 + psize)
+        pos = off + rnd.randrange(48 + psize + pack_tail(os.path.join(pooldir, 'packs', name)))
         with open(os.path.join(pooldir, 'packs', name), 'r+b') as f:
             f.seek(pos)
             b = f.read(1)
             f.seek(pos)
             f.write(bytes([b[0] ^ (1 << rnd.randrange(8))]))
         print('block', h.hex())
+
+
+def pack_tail(path):
+    """The CRC tail of each record of the pack at path: 4 in version 3."""
+    with open(path, 'rb') as f:
+        h = f.read(16)
+    return 4 if int.from_bytes(h[8:12], 'little') >= 3 else 0
+
+
+def pack_records(b):
+    """(offset, length, kind, hash or None) of each record of pack bytes b."""
+    tail = 4 if int.from_bytes(b[8:12], 'little') >= 3 else 0
+    off, out = 16, []
+    while off + 4 <= len(b):
+        m = b[off:off + 4]
+        if m == b'FBLK':
+            n, kind, h = 48 + int.from_bytes(b[off + 12:off + 16], 'little'), 'block', b[off + 16:off + 48]
+        elif m == b'FNOD':
+            n, kind, h = 44 + int.from_bytes(b[off + 8:off + 12], 'little'), 'node', b[off + 12:off + 44]
+        elif m == b'FCAT':
+            n, kind, h = 56 + int.from_bytes(b[off + 16:off + 20], 'little'), 'state', None
+        else:
+            raise SystemExit('pack does not parse at %d' % off)
+        out.append((off, n + tail, kind, h))
+        off += n + tail
+    if off != len(b):
+        raise SystemExit('pack has %d trailing bytes' % (len(b) - off))
+    return out
+
+
+def flip_any(pooldir, seed, only=None):
+    rnd = random.Random(seed)
+    d = os.path.join(pooldir, 'packs')
+    names = sorted(n for n in os.listdir(d) if n.endswith('.pack'))
+    db = sqlite3.connect(os.path.join(pooldir, 'catalog.db'))
+    indexed = set(db.execute('SELECT k.name, b.offset FROM blocks b JOIN packs k ON k.id = b.pack_id'))
+    db.close()
+    # the byte ranges flips may land in: whole files, or (only) the bytes
+    # of one kind (pack, block, node, state), each byte equally likely
+    ranges = []
+    for n in names:
+        path = os.path.join(d, n)
+        if only is None:
+            ranges.append((n, 0, os.path.getsize(path)))
+            continue
+        if only == 'pack':
+            ranges.append((n, 0, 16))
+            continue
+        for off, ln, kind, h in pack_records(open(path, 'rb').read()):
+            if kind == only:
+                ranges.append((n, off, off + ln))
+    at = rnd.randrange(sum(hi - lo for _, lo, hi in ranges))
+    for name, lo, hi in ranges:
+        if at < hi - lo:
+            at += lo
+            break
+        at -= hi - lo
+    path = os.path.join(d, name)
+    b = open(path, 'rb').read()
+    hit = None
+    if at < 16:
+        hit = 'pack %s' % name
+    else:
+        for off, n, kind, h in pack_records(b):
+            if off <= at < off + n:
+                if kind == 'block':
+                    if (name, off) not in indexed:
+                        raise SystemExit('an unindexed block (garbage) at %s %d' % (name, off))
+                    hit = 'block %s' % h.hex()
+                elif kind == 'node':
+                    hit = 'record %s %d node %s' % (name, off, h.hex())
+                else:
+                    hit = 'record %s %d state' % (name, off)
+                break
+    with open(path, 'r+b') as f:
+        f.seek(at)
+        f.write(bytes([b[at] ^ (1 << rnd.randrange(8))]))
+    print(hit)
+
+
+def check_any(hit, recsize, pool, specs):
+    w = hit.split()
+    if w[0] == 'block':
+        import tempfile
+        with tempfile.NamedTemporaryFile('w', delete=False) as t:
+            t.write(hit + '\n')
+        try:
+            check(t.name, recsize, pool, specs)
+        finally:
+            os.unlink(t.name)
+        return
+    errs = json.load(sys.stdin)['pools'][pool]['errors']
+    bad = []
+    if len(errs) != 1:
+        bad.append('%d errors reported, want 1: %s' % (len(errs), [e.get('detail') for e in errs]))
+    elif w[0] == 'pack':
+        e = errs[0]
+        if e['kind'] != 'pack' or w[1] not in e['detail']:
+            bad.append('want a pack error naming %s, got %s %s' % (w[1], e['kind'], e['detail']))
+    else:
+        e = errs[0]
+        if e['kind'] != 'record' or e.get('pack') != w[1] or e.get('offset') != int(w[2]):
+            bad.append('want a record error at %s %s, got %s %s %s %s' % (
+                w[1], w[2], e['kind'], e.get('pack'), e.get('offset'), e['detail']))
+        elif w[3] == 'node' and e.get('hash') == w[4] and not e['files']:
+            bad.append('node record %s reported with no path' % w[4][:16])
+    print('\n'.join(bad) if bad else 'ok')
 
 
 def flip_nodes(pooldir, n, seed, ntype=None):
@@ -116,6 +235,10 @@ def main():
     elif cmd == 'flip-nodes':
         flip_nodes(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
                    int(sys.argv[5]) if len(sys.argv) > 5 else None)
+    elif cmd == 'flip-any':
+        flip_any(sys.argv[2], int(sys.argv[3]), sys.argv[4] if len(sys.argv) > 4 else None)
+    elif cmd == 'check-any':
+        check_any(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5:])
     elif cmd == 'check':
         check(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5:])
     else:

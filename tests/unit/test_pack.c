@@ -255,7 +255,9 @@ static void test_writer_paths(void **state)
 }
 
 /* Every block in a pack can be found and checked from the pack alone, and
- * so can every node and checkpoint record (format version 2). */
+ * so can every node and checkpoint record (pack version 3: each record
+ * followed by the CRC-32C of its header and payload, the file header's
+ * last u32 the CRC-32C of its first 12 bytes). */
 static void test_self_describing(void **state)
 {
 	char path[600];
@@ -274,14 +276,17 @@ static void test_self_describing(void **state)
 		close(fd);
 		assert_true(n >= 16);
 		assert_memory_equal(buf, "FRYPACK1", 8);
-		assert_int_equal(get_le32(buf + 8), 2);
+		assert_int_equal(get_le32(buf + 8), 3);
+		assert_int_equal(get_le32(buf + 12), crc32c_update(0, buf, 12));
 		for (size_t off = 16; off < (size_t)n;) {
 			uint8_t h[FERRY_HASH_LEN];
 			if (get_le32(buf + off) == 0x444F4E46u) { /* FNOD */
 				uint32_t len = get_le32(buf + off + 8);
 				node_hash(buf[off + 4], buf + off + 44, len, h);
 				assert_memory_equal(h, buf + off + 12, FERRY_HASH_LEN);
-				off += 44 + len;
+				assert_int_equal(get_le32(buf + off + 44 + len),
+						 crc32c_update(0, buf + off, 44 + len));
+				off += 44 + len + 4;
 				continue;
 			}
 			if (get_le32(buf + off) == 0x54414346u) { /* FCAT */
@@ -292,7 +297,9 @@ static void test_self_describing(void **state)
 				hash_update(&hs, buf + off + 56, len);
 				hash_final(&hs, h);
 				assert_memory_equal(h, buf + off + 24, FERRY_HASH_LEN);
-				off += 56 + len;
+				assert_int_equal(get_le32(buf + off + 56 + len),
+						 crc32c_update(0, buf + off, 56 + len));
+				off += 56 + len + 4;
 				continue;
 			}
 			assert_int_equal(get_le32(buf + off), 0x4B4C4246u);
@@ -304,7 +311,8 @@ static void test_self_describing(void **state)
 				assert_int_equal(codec_decode(c, buf + off + 48, ps, out, ls), 0);
 			hash_blake2b(h, out, ls);
 			assert_memory_equal(h, buf + off + 16, FERRY_HASH_LEN);
-			off += 48 + ps;
+			assert_int_equal(get_le32(buf + off + 48 + ps), crc32c_update(0, buf + off, 48 + ps));
+			off += 48 + ps + 4;
 			blocks++;
 		}
 	}
@@ -341,7 +349,7 @@ static void test_corruption_detected(void **state)
 		char f[900];
 		struct stat sb;
 		snprintf(f, sizeof f, "%s/%s", path, de->d_name);
-		if (stat(f, &sb) == 0 && sb.st_size == 16 + 48 + 50000)
+		if (stat(f, &sb) == 0 && sb.st_size == 16 + 48 + 50000 + 4)
 			snprintf(victim, sizeof victim, "%s", f);
 	}
 	closedir(d);
