@@ -795,6 +795,13 @@ static void ep_send(struct srv *s, struct net_call *c, const struct net_req *q)
 	if (open_pool(s, c, q->name, STORE_OPEN_RDONLY, &p) < 0)
 		return;
 	store_pool_activity(p, "a send over HTTP");
+	/* the client's progress line: the catalogue's estimate in the
+	 * stream's HINT (a full stream costs a row, an incremental a walk of
+	 * what changed; a resumed one has none) */
+	if (!o.token && (r = send_estimate(p, q->name, &o, &o.estimate)) < 0)
+		ferry_err_clear();
+	else if (o.estimate)
+		o.flags |= SEND_ESTIMATE;
 	sink.base.write = call_write;
 	sink.c = c;
 	r = send_run(p, o.token ? NULL : q->name, &o, &sink.base, NULL);

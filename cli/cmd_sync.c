@@ -32,7 +32,8 @@ static void note_cb(void *arg, const char *source, const char *what)
 }
 
 /* A transfer's bytes so far: the line says the dataset, the bytes and the
- * rate (a sync knows no total in advance). */
+ * rate, and of how many with a percentage and an ETA when expect_cb had
+ * an estimate. */
 static void progress_cb(void *arg, const char *source, uint64_t bytes)
 {
 	struct sync_ui *ui = arg;
@@ -41,6 +42,18 @@ static void progress_cb(void *arg, const char *source, uint64_t bytes)
 		cli_meter_retarget(&ui->meter, ui->current, 0);
 	}
 	cli_meter_update(&ui->meter, bytes, 0);
+}
+
+/* The dataset's total for its next transfer (send_estimate's). */
+static void expect_cb(void *arg, const char *source, uint64_t total)
+{
+	struct sync_ui *ui = arg;
+	if (strcmp(ui->current, source)) {
+		snprintf(ui->current, sizeof ui->current, "%s", source);
+		cli_meter_retarget(&ui->meter, ui->current, total);
+	} else {
+		cli_meter_total(&ui->meter, total);
+	}
 }
 
 static const char *mode_of(const struct sync_result *r)
@@ -259,6 +272,8 @@ int cmd_sync(int argc, char **argv)
 	o.progress = progress_cb;
 	o.arg = &ui;
 	cli_meter_start(&ui.meter, "sync", 0, ui.quiet || ui.json || ui.dry);
+	if (ui.meter.on)
+		o.expect = expect_cb;
 	if (ui.json)
 		ui.list = json_array();
 	/* a receiver that stops reading fails the send (EPIPE), not the process */

@@ -110,40 +110,75 @@ int http_read_token(const struct http_conn_opts *co, char *out, size_t n)
 	return 0;
 }
 
-/* Progress on a terminal: what went through, and the rate. */
+/* Progress on a terminal (cli/progress.c's line) for the transfer a
+ * command arms (meter_arm): the bytes of the request in flight, of the
+ * estimated total when one is known (a percentage and an ETA), else
+ * bytes and rate. The small JSON requests around it draw nothing. */
 struct meter {
-	int on;
-	uint64_t t0, last;
-	uint64_t up; /* the last count seen */
-	int printed;
+	struct cli_meter m; /* libcurl's thread's only */
+	int quiet;          /* -q; cli_meter_start checks for a terminal */
+	int armed, started;
+	uint64_t v;         /* the last count seen */
+	uint64_t total;     /* 0: unknown; set from any thread (atomic) */
+	char what[2 * STORE_NAME_MAX + 2];
 };
 
-static void meter_cb(void *arg, uint64_t up, uint64_t down)
+/* Whether a line would be drawn: the estimate is worth taking. */
+static int meter_wanted(const struct meter *mt)
 {
-	struct meter *m = arg;
-	uint64_t now = ferry_now_ns(), v = up > down ? up : down;
-	if (v < m->up) /* a new request: its own rate */
-		m->t0 = now;
-	m->up = v;
-	if (!m->on || v == 0 || now - m->last < 500000000u)
-		return;
-	m->last = now;
-	char a[16], b[16];
-	double secs = (double)(now - m->t0) / 1e9;
-	format_nicenum(v, a, sizeof a, 1);
-	format_nicenum(secs > 0 ? (uint64_t)((double)v / secs) : 0, b, sizeof b, 1);
-	fprintf(stderr, "\r%s %s  %s/s   ", up > down ? "sent" : "received", a, b);
-	m->printed = 1;
-}
-
-static void meter_end(struct meter *m)
-{
-	if (m->printed)
-		fputc('\n', stderr);
-	m->printed = 0;
+	return !mt->quiet && isatty(2);
 }
 
 static struct meter the_meter;
+
+/* The next request is a transfer of what, of about total bytes (0:
+ * unknown). */
+static void meter_arm(struct meter *mt, const char *what, uint64_t total)
+{
+	snprintf(mt->what, sizeof mt->what, "%s", what);
+	mt->total = total;
+	mt->armed = 1;
+	mt->started = 0;
+	mt->v = 0;
+}
+
+/* The total learnt during the transfer (recv --from: the stream's HINT,
+ * read on recv's thread while libcurl's draws); the next update takes it. */
+static void meter_total(struct meter *mt, uint64_t total)
+{
+	__atomic_store_n(&mt->total, total, __ATOMIC_RELAXED);
+}
+
+static void meter_cb(void *arg, uint64_t up, uint64_t down)
+{
+	struct meter *mt = arg;
+	uint64_t v = up > down ? up : down;
+	uint64_t total = __atomic_load_n(&mt->total, __ATOMIC_RELAXED);
+	if (!mt->armed || v == 0)
+		return;
+	if (!mt->started) {
+		cli_meter_start(&mt->m, mt->what, total, mt->quiet);
+		mt->started = 1;
+	} else if (v < mt->v) {
+		/* libcurl went on with another request: its own figures */
+		cli_meter_retarget(&mt->m, mt->what, total);
+	} else if (mt->m.p.total != total) {
+		cli_meter_total(&mt->m, total);
+	}
+	mt->v = v;
+	cli_meter_update(&mt->m, v, 0);
+}
+
+/* Ends the line; whole: the transfer completed, so what went through is
+ * the total (an estimate is never exact) and the line ends at 100 %. */
+static void meter_end(struct meter *mt, int whole)
+{
+	if (mt->started && whole && mt->m.p.total)
+		cli_meter_total(&mt->m, mt->v);
+	if (mt->started)
+		cli_meter_end(&mt->m);
+	mt->armed = mt->started = 0;
+}
 
 int http_connect(const struct http_conn_opts *co, const char *url, char *name, size_t nname,
 		 struct net_client **out)
@@ -161,8 +196,6 @@ int http_connect(const struct http_conn_opts *co, const char *url, char *name, s
 	o.cacert = co->cacert;
 	o.limit_rate = co->limit_rate;
 	o.timeout = co->timeout;
-	the_meter.on = isatty(2);
-	the_meter.t0 = ferry_now_ns();
 	o.progress = meter_cb;
 	o.arg = &the_meter;
 	r = net_client_new(&o, out);
@@ -357,7 +390,7 @@ static enum put_result put_once(struct sender *sd, const struct step *st, const 
 	pthread_join(th, NULL);
 	net_pipe_unref(pipe);
 	sd->sent_total += net_pipe_total(pipe);
-	meter_end(&the_meter);
+	meter_end(&the_meter, r == 0 && *status == 200);
 	if (brd.failed) {
 		/* send_run failed by itself */
 		ferry_err_restore(&pr.msg);
@@ -497,12 +530,26 @@ static int send_step(struct sender *sd, const struct step *st, const char *user_
 			snprintf(token, sizeof token, "%s", ri.token);
 		json_decref(ri.j);
 	}
+	/* the line's total (a terminal only: an incremental's costs a walk of
+	 * what changed): a resumed upload's is not known */
+	uint64_t est = 0;
+	if (meter_wanted(&the_meter)) {
+		struct send_opts eo = sd->base_o;
+		eo.flags &= ~(unsigned)SEND_INTERMEDIATE;
+		eo.from = st->from[0] ? st->from : NULL;
+		eo.token = NULL;
+		if (send_estimate(sd->p, st->snap, &eo, &est) < 0) {
+			ferry_err_clear();
+			est = 0;
+		}
+	}
 	for (;;) {
 		json_t *rep = NULL;
 		if (sd->verbose && token[0])
 			fprintf(stderr, "resuming %s after record %" PRIu64 "\n", st->snap, pos);
 		else if (sd->verbose)
 			fprintf(stderr, "sending %s%s%s\n", st->snap, st->from[0] ? " from " : "", st->from);
+		meter_arm(&the_meter, st->snap, token[0] ? 0 : est);
 		enum put_result pr = put_once(sd, st, token[0] ? token : NULL, &rep, &status);
 		if (pr == PUT_DONE) {
 			if (sd->verbose)
@@ -742,8 +789,8 @@ int cli_http_send(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	const char *usage = "usage: ferry send [-c] [--compress=auto|CODEC] [-p] [-i SNAP|-i #BOOKMARK|-I SNAP] "
-			    "[-v] SNAPSHOT --to URL | ferry send -R [-c] [--compress=auto|CODEC] [-v] SNAPSHOT --to URL | "
-			    "ferry send [-v] -t TOKEN --to URL; and "
+			    "[-v] [-q] SNAPSHOT --to URL | ferry send -R [-c] [--compress=auto|CODEC] [-v] [-q] SNAPSHOT --to URL | "
+			    "ferry send [-v] [-q] -t TOKEN --to URL; and "
 			    "[--token-file FILE] [--cacert FILE] [--limit-rate RATE] [--timeout S] [--retries N]";
 	struct http_conn_opts co;
 	struct sender sd;
@@ -759,7 +806,7 @@ int cli_http_send(int argc, char **argv)
 	memset(&o, 0, sizeof o);
 	co.retries = RETRIES_DEFAULT;
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, "send", "cpvi:I:t:RnP", lo)) != -1) {
+	while ((c = cli_getopt(argc, argv, "send", "cpvqi:I:t:RnP", lo)) != -1) {
 		int k = http_conn_opt(c, optarg, &co);
 		if (k < 0)
 			return EXIT_USAGE;
@@ -769,6 +816,7 @@ int cli_http_send(int argc, char **argv)
 		case 'c': o.flags |= SEND_COMPRESSED; compress = NULL; break;
 		case 'p': o.flags |= SEND_PROPS; break;
 		case 'v': sd.verbose = 1; break;
+		case 'q': the_meter.quiet = 1; break;
 		case 'i':
 		case 'I':
 			if (o.from)
@@ -1009,6 +1057,13 @@ struct recv_ui {
 	int verbose;
 };
 
+/* The stream's HINT: the line's total (the server's estimate). */
+static void recv_estimate_cb(void *arg, uint64_t bytes)
+{
+	(void)arg;
+	meter_total(&the_meter, bytes);
+}
+
 static void recv_done_cb(void *arg, const char *snapshot, const struct recv_stats *st)
 {
 	struct recv_ui *ui = arg;
@@ -1032,7 +1087,7 @@ int cli_http_recv(int argc, char **argv)
 		HTTP_LONG_OPTS,
 		{NULL, 0, NULL, 0},
 	};
-	const char *usage = "usage: ferry recv [-F] [-u] [-d|-e] [-n] [-v] [-o PROP=VAL]... [-x PROP]... "
+	const char *usage = "usage: ferry recv [-F] [-u] [-d|-e] [-n] [-v] [-q] [-o PROP=VAL]... [-x PROP]... "
 			    "[--keep-source-compression] --from URL/DATASET@SNAP [-i BASE] TARGET; and "
 			    "[--token-file FILE] [--cacert FILE] [--limit-rate RATE] [--timeout S] [--retries N]";
 	struct http_conn_opts co;
@@ -1059,7 +1114,7 @@ int cli_http_recv(int argc, char **argv)
 		goto out;
 	}
 	optind = 1;
-	while ((c = cli_getopt(argc, argv, "recv", "FsudenvAo:x:i:", lo)) != -1) {
+	while ((c = cli_getopt(argc, argv, "recv", "FsudenvqAo:x:i:", lo)) != -1) {
 		int k = http_conn_opt(c, optarg, &co);
 		if (k < 0) {
 			rc = EXIT_USAGE;
@@ -1075,6 +1130,7 @@ int cli_http_recv(int argc, char **argv)
 		case 'e': o.flags |= RECV_LASTNAME; break;
 		case 'n': o.flags |= RECV_DRYRUN; break;
 		case 'v': ui.verbose = 1; break;
+		case 'q': the_meter.quiet = 1; break;
 		case 'K': o.flags |= RECV_KEEP_SOURCE_COMPRESSION; break;
 		case 'U': url = optarg; break;
 		case 'i': base = optarg; break;
@@ -1164,6 +1220,7 @@ int cli_http_recv(int argc, char **argv)
 	o.exclude = excl;
 	o.flags |= RECV_RESUMABLE;
 	o.done = recv_done_cb;
+	o.estimate = recv_estimate_cb;
 	o.arg = &ui;
 	/* an earlier interrupted receive of this snapshot: take it up */
 	if (!(o.flags & RECV_DRYRUN) && recv_resume_token(p, rds, tok, sizeof tok) == 0) {
@@ -1220,13 +1277,14 @@ int cli_http_recv(int argc, char **argv)
 			goto out;
 		}
 		memset(&st, 0, sizeof st);
+		meter_arm(&the_meter, name, 0);
 		r = recv_run(p, target, &src.base, &o, &st);
 		struct ferry_errsave rmsg;
 		ferry_err_save(&rmsg);
 		net_pipe_abort(f.pipe, -FERR_IO, "the receive ended");
 		pthread_join(th, NULL);
 		net_pipe_unref(f.pipe);
-		meter_end(&the_meter);
+		meter_end(&the_meter, r == 0);
 		if (f.status && f.status != 200) {
 			char m[1024];
 			json_error_t je;

@@ -68,4 +68,15 @@ struct send_stats {
 int send_run(struct store_pool *p, const char *snap, const struct send_opts *o,
 	     struct stream_sink *out, struct send_stats *st) FERRY_WUR;
 
+/* An estimate of the stream send_run(p, snap, o) writes, cheap enough to
+ * take before every transfer that draws a progress line: for a full
+ * stream the snapshot's recorded figures (referenced with -c or
+ * --compress, else logicalreferenced; nodes not counted), for -i/-I a dry
+ * run of the plain stream, exact but for its blocks, counted at their
+ * logical size (O(what changed): it reads nodes, never a block). *bytes
+ * is 0 (unknown) for a resume (o->token) and for -R. Returns 0 or a
+ * negative FERR_* (snap or the base not found: what send_run would say). */
+int send_estimate(struct store_pool *p, const char *snap, const struct send_opts *o,
+		  uint64_t *bytes) FERRY_WUR;
+
 #endif

@@ -298,6 +298,16 @@ static int transfer(struct one *w, const struct store_snap *to, const char *from
 	if (o->progress && !(o->flags & SYNC_DRYRUN)) {
 		so.progress = xfer_progress;
 		so.arg = w;
+		if (o->expect) {
+			/* only when someone watches: an incremental's estimate
+			 * walks what changed */
+			uint64_t e = 0;
+			if (send_estimate(u->sp, token ? NULL : to->name, &so, &e) < 0) {
+				ferry_err_clear();
+				e = 0;
+			}
+			o->expect(o->arg, w->res->source, e ? w->res->bytes + e : 0);
+		}
 	}
 	uint64_t t0 = ferry_now_ns();
 	if (o->flags & SYNC_DRYRUN) {

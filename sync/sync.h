@@ -108,6 +108,10 @@ struct sync_opts {
 	/* Now and then during a transfer: the dataset and the stream bytes it
 	 * has sent in this run so far. May be NULL. */
 	void (*progress)(void *arg, const char *source, uint64_t bytes);
+	/* Before each transfer (with progress only): the bytes the dataset's
+	 * line reaches when it ends, by send_estimate (0: unknown, as for a
+	 * resumed stream). May be NULL. */
+	void (*expect)(void *arg, const char *source, uint64_t total);
 	void *arg;
 };
 

@@ -83,11 +83,12 @@ is "$rc:$(cat "$T/pty"):$(cat "$T/gc.err")" "0::" "gc -q, and gc with stderr not
 ferry restore tank/a@s4 "$TS/a4"
 diff -r "$S" "$TS/a4" >/dev/null && ok "after the gcs tank/a@s4 restores whole" || not_ok "tank/a@s4 differs"
 
-# sync: a status line while it sends (no total: the dataset, bytes, rate),
-# cleared before its report line on stdout; -q and a non-terminal draw none
+# sync: a status line while it sends (the dataset, bytes of the
+# catalogue's estimate, percentage, rate and ETA: tests/cli/112), cleared
+# before its report line on stdout; -q and a non-terminal draw none
 onpty "'$FERRY' sync tank/a bk/sy >'$T/sync.out'"
-like "$rc:$(grep '/s' "$T/pty" | tr '|' '\n' | grep -c '^tank/a: [0-9.]*[KMG]\?B\?, [0-9.]*[KMG]\?B\?/s$')" \
-	"^0:[1-9]" "sync on a terminal: a status line with the dataset, bytes and rate"
+like "$rc:$(grep '/s' "$T/pty" | tr '|' '\n' | grep -c '^tank/a: [0-9.]*[KMG]\?B\? of [0-9.]*[KMG]\?B\? ([0-9]*%), [0-9.]*[KMG]\?B\?/s, ETA ')" \
+	"^0:[1-9]" "sync on a terminal: a status line with the dataset, bytes of a total, rate and ETA"
 like "$(cat "$T/sync.out")" "^tank/a -> bk/sy: sent " "and its report on stdout"
 onpty "'$FERRY' sync -q tank/a bk/sq >'$T/syncq.out'"
 is "$rc:$(cat "$T/pty")" "0:" "sync -q: nothing drawn"
