@@ -137,7 +137,9 @@ int cli_scrub_status(struct store_pool *p, int verbose, json_t *obj) FERRY_WUR;
 /* Prints the "errors:" part: the files damage touches, with verbose
  * every damage with its files. */
 int cli_scrub_errors(struct store_pool *p, int verbose) FERRY_WUR;
-/* 1 when p's error log is not empty, else 0. */
+/* 0 when p's error log is empty; 2 when all it holds is damaged records
+ * besides the blocks (node records, checkpoints: every file still
+ * restores, pool recover would not); 1 otherwise. */
 int cli_scrub_damaged(struct store_pool *p) FERRY_WUR;
 /* destroy of snapshots (DATASET@NAME, a%b ranges, -r -n -v -p); argv as
  * for cmd_destroy. cmd_destroy hands names containing '@' to it. */

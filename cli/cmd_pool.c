@@ -256,7 +256,13 @@ static int pool_status(int argc, char **argv)
 		if (i)
 			putchar('\n');
 		printf("  pool: %s\n state: %s\n", name, state);
-		if (damaged)
+		if (damaged == 2)
+			printf("status: One or more records in the packs are damaged (node records or"
+			       " checkpoints).\n\tEvery file still restores, from the catalogue's"
+			       " copies, but 'ferry pool\n\trecover' could not rebuild the"
+			       " catalogue from these packs.\naction: Keep a replica ('ferry send -R"
+			       " ... | ferry recv') while the catalogue\n\tis intact.\n");
+		else if (damaged)
 			printf("status: One or more blocks or nodes are damaged. Files that use them"
 			       " cannot be\n\trestored or sent whole.\naction: Heal the pool with"
 			       " 'ferry scrub --repair-from POOL %s', or restore\n\tthe files from a"

@@ -334,7 +334,9 @@ int cli_scrub_damaged(struct store_pool *p)
 {
 	struct store_scrub_state st;
 	int r = store_scrub_state_get(p, &st);
-	return r < 0 ? r : st.errors > 0;
+	if (r < 0)
+		return r;
+	return !st.errors ? 0 : st.errors == st.record_errors ? 2 : 1;
 }
 
 /* ---- --repair-from URL: a replica behind ferry serve -------------------------------------- */

@@ -687,9 +687,14 @@ int store_scrub_state_get(struct store_pool *p, struct store_scrub_state *out)
 	if ((r = scrub_tables(p)) <= 0)
 		return r;
 	if ((r = cat_prepare(p, "SELECT state, start_ns, end_ns, elapsed_ns, pack_id, offset, bytes,"
-			     " blocks, repaired, (SELECT count(*) FROM scrub_errors) FROM scrub_state"
-			     " WHERE id = 1", &st)) < 0)
+			     " blocks, repaired, (SELECT count(*) FROM scrub_errors), (SELECT count(*)"
+			     " FROM scrub_errors WHERE kind = ?1) FROM scrub_state WHERE id = 1", &st)) < 0)
 		return r;
+	if (sqlite3_bind_int(st, 1, STORE_SCRUB_RECORD) != SQLITE_OK) {
+		r = cat_err(p, "reading the scrub state");
+		sqlite3_finalize(st);
+		return r;
+	}
 	int k = sqlite3_step(st);
 	if (k == SQLITE_ROW) {
 		out->state = sqlite3_column_int(st, 0);
@@ -702,6 +707,7 @@ int store_scrub_state_get(struct store_pool *p, struct store_scrub_state *out)
 		out->blocks = (uint64_t)sqlite3_column_int64(st, 7);
 		out->repaired = (uint64_t)sqlite3_column_int64(st, 8);
 		out->errors = (uint64_t)sqlite3_column_int64(st, 9);
+		out->record_errors = (uint64_t)sqlite3_column_int64(st, 10);
 	} else if (k != SQLITE_DONE) {
 		r = cat_err(p, "reading the scrub state");
 	}

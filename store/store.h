@@ -1110,6 +1110,8 @@ struct store_scrub_state {
 	int64_t pack_id, offset; /* the blocks before this position are checked */
 	uint64_t bytes, blocks;  /* checked so far */
 	uint64_t errors;         /* rows in the error log */
+	uint64_t record_errors;  /* of them, damaged records besides the blocks
+				  * (STORE_SCRUB_RECORD): every file still restores */
 	uint64_t repaired;       /* bytes repaired (scrub --repair-from) */
 };
 /* STORE_SCRUB_NONE (zeros) when the pool was never scrubbed. Works on a

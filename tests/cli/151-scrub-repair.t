@@ -92,6 +92,10 @@ like "$rc" "^[03]$" "pool recover after the repair, the nodes' old records damag
 "$FERRY" scrub --json rec >"$T/j"
 is "$?:$(python3 -c 'import json,sys; e=json.load(sys.stdin)["pools"]["rec"]["errors"]; print(sorted(set(x["kind"] for x in e)), len(e))' <"$T/j")" \
 	"5:['record'] $hits" "and the recovered pool scrubs clean but for the $hits node records damaged in the old packs"
+# pool status tells record damage from block damage: every file restores
+run ferry pool status rec
+is "$rc:$(grep -c '^ state: DEGRADED$' "$T/out"):$(grep -c '^status: One or more records in the packs are damaged' "$T/out"):$(grep -c 'cannot be' "$T/out")" \
+	"0:1:1:0" "pool status: DEGRADED by damaged records in the packs, not by files that cannot be restored"
 ferry pool export rec
 after_check tank ctl "repaired from a replica"
 
