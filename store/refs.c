@@ -1,11 +1,15 @@
 /* store/refs.c — the block references of a snapshot built on a base
  * snapshot, at the cost of what changed (issue 14).
  *
- * A snapshot references the distinct blocks of its tree (snap_blocks).
- * Walking a whole new tree to list them costs a catalogue statement per
- * file however little changed. Instead the base's references are taken
- * over in one statement (r_seed, each block under the copy
- * store_writer_ref would pick) and corrected by what differs:
+ * A snapshot references the distinct blocks of its tree (ds_refs,
+ * lifetimes.c). Walking a whole new tree to list them costs a catalogue
+ * statement per file however little changed. Instead the result is the
+ * base's references corrected by what differs. When the base is its
+ * dataset's newest and no block has two copies, the correction itself is
+ * left for the commit (w_refs what the writer references, r_gone what is
+ * gone: lifetimes.c writes rows for those only); else the base's
+ * references are taken over in one statement (r_seed, each block under
+ * the copy store_writer_ref would pick) and corrected here:
  *
  *   W1  the new tree, from its root, descending only into the caller's
  *       nodes (those the writer holds, and a receive's own that the pool
