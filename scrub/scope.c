@@ -1,6 +1,6 @@
 /* scrub/scope.c — the replica's side of a repair over HTTP: is a node in
  * the trees a token may read? Nodes have no per-snapshot index (blocks
- * have snap_blocks), so the trees of the snapshots and bookmarks in scope
+ * have ds_refs), so the trees of the snapshots and bookmarks in scope
  * are walked until the node is met; every node the walk reads goes through
  * one read callback, which is where it is looked for. A subtree or
  * blocklist already walked is remembered by hash (a TEMP key set) and

@@ -155,11 +155,8 @@ static const char schema_snap[] =
 	"  written INTEGER NOT NULL DEFAULT 0,"
 	"  UNIQUE(ds_id, name));"
 	"CREATE INDEX IF NOT EXISTS snapshots_ds ON snapshots(ds_id, createtxg);"
-	"CREATE TABLE IF NOT EXISTS snap_blocks("
-	"  snap_id INTEGER NOT NULL,"
-	"  block_id INTEGER NOT NULL,"
-	"  PRIMARY KEY(snap_id, block_id)) WITHOUT ROWID;"
-	"CREATE INDEX IF NOT EXISTS snap_blocks_block ON snap_blocks(block_id);"
+	/* a snapshot's block references are ds_refs (store/lifetimes.c),
+	 * created with the view that shows them as the old snap_blocks rows */
 	/* partial receives (recv -s, store/xfer.c): what an interrupted
 	 * receive keeps until it is resumed or aborted; gc keeps its blocks */
 	"CREATE TABLE IF NOT EXISTS recv_partial("
@@ -199,9 +196,9 @@ static const char schema_snap[] =
 int cat_schema_create(struct store_pool *p)
 {
 	int r = cat_exec(p, schema);
-	if (r < 0)
+	if (r < 0 || (r = cat_exec(p, schema_snap)) < 0 || (r = cat_exec(p, life_schema_sql())) < 0)
 		return r;
-	return cat_exec(p, schema_snap);
+	return cat_exec(p, life_view_sql());
 }
 
 int cat_schema_snap(struct store_pool *p)
@@ -214,9 +211,11 @@ int cat_schema_snap(struct store_pool *p)
 	if (sqlite3_step(st) == SQLITE_ROW)
 		have = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
-	if (have || (p->flags & STORE_OPEN_RDONLY))
-		return 0;
-	return cat_exec(p, schema_snap);
+	if (!have && !(p->flags & STORE_OPEN_RDONLY) && (r = cat_exec(p, schema_snap)) < 0)
+		return r;
+	/* a pool made before ds_refs: its snap_blocks converted (one
+	 * transaction), or read through a TEMP view when open read-only */
+	return life_migrate(p);
 }
 
 /* How long a command waits for another one's write lock on the catalogue

@@ -158,8 +158,9 @@ static int free_rows(struct gc *g)
 	    (r = cat_exec(p, "DELETE FROM nodes WHERE hash NOT IN (SELECT hash FROM temp.gc_live)")) < 0 ||
 	    (r = query_u64(p, "SELECT count(*) FROM nodes WHERE ? IS NOT NULL", 1, &after, NULL)) < 0 ||
 	    (r = query_u64(p, "SELECT count(*), coalesce(sum(psize), 0) FROM blocks WHERE ? IS NOT NULL"
-			      " AND id NOT IN (SELECT block_id FROM snap_blocks UNION ALL SELECT block_id FROM recv_partial_blocks)", 1, &nb, &bytes)) < 0 ||
-	    (r = cat_exec(p, "DELETE FROM blocks WHERE id NOT IN (SELECT block_id FROM snap_blocks UNION ALL SELECT block_id FROM recv_partial_blocks)")) < 0) {
+			      " AND id NOT IN (SELECT block_id FROM ds_refs UNION ALL SELECT block_id FROM recv_partial_blocks)", 1, &nb, &bytes)) < 0 ||
+	    (r = cat_exec(p, "DELETE FROM blocks WHERE id NOT IN (SELECT block_id FROM ds_refs UNION ALL SELECT block_id FROM recv_partial_blocks)")) < 0 ||
+	    (r = life_multicopy_recheck(p)) < 0) {
 		store_tx_rollback(p);
 		return r;
 	}

@@ -45,6 +45,11 @@ struct store_pool {
 	/* format version 2: nodes and checkpoints of the state are written
 	 * to the packs too (records.c); 0 in a version-1 pool */
 	int records;
+	/* refs.c left the writer's references (temp.w_refs) as a change to
+	 * snapshot life_base, the newest of dataset life_ds, with the gone
+	 * blocks in temp.r_gone (0: w_refs is the whole set); reset whenever
+	 * w_refs is emptied (writer.c) */
+	int64_t life_base, life_ds;
 };
 
 /* The catalogue's SQLite VFS (catvfs.c): registers it (idempotent). */
@@ -377,6 +382,41 @@ int space_written_since(struct store_pool *p, const struct store_ds *ds, const c
 			uint64_t *out) FERRY_WUR;
 /* Fills the snapshot count and per-codec block figures of a pool (space.c). */
 int space_pool_stats(struct store_pool *p, struct store_pool_stats *s) FERRY_WUR;
+/* ---- block lifetimes (lifetimes.c): ds_refs(ds_id, block_id, born, died) ----
+ * The statements that create ds_refs with its indexes and the copies
+ * trigger, and the read-only snap_blocks view over it. */
+const char *life_schema_sql(void);
+const char *life_view_sql(void);
+/* On every open: converts a pool's old snap_blocks table to ds_refs in
+ * one transaction (a read-only open gets a TEMP view instead). */
+int life_migrate(struct store_pool *p) FERRY_WUR;
+/* Empties the TEMP tables l_set, l_gone and l_merge (creating them). */
+int life_temp_reset(struct store_pool *p) FERRY_WUR;
+/* *yes: some block is stored under two codecs (meta 'multicopy'). */
+int life_multicopy(struct store_pool *p, int *yes) FERRY_WUR;
+/* Clears the mark once no hash has two copies (gc, after deleting). */
+int life_multicopy_recheck(struct store_pool *p) FERRY_WUR;
+/* A new newest snapshot of ds_id at txg, whose blocks are temp.l_set:
+ * born and dead rows written; born[] the psize and lsize born at txg. */
+int life_apply_set(struct store_pool *p, int64_t ds_id, int64_t txg, int64_t born[2]) FERRY_WUR;
+/* The same as a change to the newest snapshot: temp.l_set the blocks the
+ * writer references, temp.r_gone the hashes gone (refs.c); gone[] what
+ * died (psize, lsize). */
+int life_apply_delta(struct store_pool *p, int64_t ds_id, int64_t txg, int64_t born[2],
+		     int64_t gone[2]) FERRY_WUR;
+/* The psize of the blocks of snapshot txg t of ds_id that no other
+ * snapshot of the dataset references (its `used`). */
+int life_snap_unique(struct store_pool *p, int64_t ds_id, int64_t t, uint64_t *used) FERRY_WUR;
+/* psize and lsize sums of the blocks snapshot txg t of ds_id references. */
+int life_snap_has(struct store_pool *p, int64_t ds_id, int64_t t, int64_t *ref,
+		  int64_t *lref) FERRY_WUR;
+/* Destroys snapshot snap_id's row and the rows only it held, keeping the
+ * normal form, and sets its successor's written. Inside a transaction. */
+int life_destroy(struct store_pool *p, int64_t snap_id) FERRY_WUR;
+/* Fills ds_refs from src, a table of (snap_id, block_id) rows: each
+ * dataset's snapshots in txg order (migration, recover). */
+int life_convert(struct store_pool *p, const char *src) FERRY_WUR;
+
 /* Space figures of one snapshot id, from its block references (pack.c). */
 int snap_figures(struct store_pool *p, int64_t snap_id, uint64_t *pbytes, uint64_t *lbytes) FERRY_WUR;
 

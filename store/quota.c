@@ -172,8 +172,8 @@ static int partials_under(struct store_pool *p, const struct store_ds *top, cons
 {
 	static const char unique_sql[] =
 		"SELECT coalesce(sum(psize), 0) FROM blocks WHERE id IN (SELECT block_id FROM"
-		" recv_partial_blocks WHERE ds = ?3 EXCEPT SELECT x.block_id FROM snap_blocks x"
-		" JOIN snapshots s ON s.id = x.snap_id WHERE s.ds_id = ?1)";
+		" recv_partial_blocks WHERE ds = ?3 EXCEPT SELECT x.block_id FROM ds_refs x"
+		" WHERE x.ds_id = ?1)";
 	sqlite3_stmt *st = NULL;
 	int r = cat_prepare(p, "SELECT ds FROM recv_partial WHERE (ds = ?1 OR"
 			       " substr(ds, 1, length(?1) + 1) = ?1 || '/') AND ds != ?2", &st);
@@ -211,15 +211,14 @@ static int ds_baseline(struct store_pool *p, const struct store_ds *ds, int64_t 
 {
 	static const char own_sql[] =
 		"SELECT coalesce(sum(psize), 0) FROM blocks WHERE id IN (SELECT x.block_id FROM"
-		" snap_blocks x JOIN snapshots s ON s.id = x.snap_id WHERE s.ds_id = ?1)";
+		" ds_refs x WHERE x.ds_id = ?1)";
 	static const char kept_sql[] =
 		"SELECT coalesce(sum(psize), 0) FROM blocks WHERE id IN (SELECT x.block_id FROM"
-		" snap_blocks x JOIN snapshots s ON s.id = x.snap_id WHERE s.ds_id = ?1"
-		" AND s.createtxg <= ?2)";
+		" ds_refs x WHERE x.ds_id = ?1 AND x.born <= ?2)";
 	static const char kept_partial_sql[] =
 		"SELECT coalesce(sum(psize), 0) FROM blocks WHERE id IN (SELECT x.block_id FROM"
-		" snap_blocks x JOIN snapshots s ON s.id = x.snap_id WHERE s.ds_id = ?1"
-		" AND s.createtxg <= ?2 UNION SELECT block_id FROM recv_partial_blocks WHERE ds = ?3)";
+		" ds_refs x WHERE x.ds_id = ?1 AND x.born <= ?2"
+		" UNION SELECT block_id FROM recv_partial_blocks WHERE ds = ?3)";
 	static const char partial_sql[] =
 		"SELECT coalesce(sum(psize), 0) FROM blocks WHERE id IN (SELECT block_id FROM"
 		" recv_partial_blocks WHERE ds = ?3)";

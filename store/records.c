@@ -203,7 +203,8 @@ out:
  * text, b 32-byte blob). recover.c inserts rows with the same columns. */
 const struct rec_table rec_tables[REC_NTABLES] = {
 	{1, "meta", "key, value", "tt",
-	 "SELECT key, value FROM meta WHERE substr(key, 1, 4) != 'rec_' ORDER BY key"},
+	 "SELECT key, value FROM meta WHERE substr(key, 1, 4) != 'rec_' AND key != 'multicopy'"
+	 " ORDER BY key"},
 	{2, "datasets", "id, parent_id, name, type, guid, creation, createtxg", "intiiii",
 	 "SELECT id, parent_id, name, type, guid, creation, createtxg FROM datasets ORDER BY id"},
 	{3, "props", "ds_id, name, value, source", "itti",
@@ -223,9 +224,11 @@ const struct rec_table rec_tables[REC_NTABLES] = {
 	/* only blocks held under several codecs: which copy each snapshot
 	 * references (one pass over the hash index, usually finding none) */
 	{8, "copies", "snap_id, hash, codec, level", "ibii",
-	 "SELECT s.snap_id, b.hash, b.codec, b.level FROM"
+	 "SELECT s.id, b.hash, b.codec, b.level FROM"
 	 " (SELECT hash FROM blocks GROUP BY hash HAVING count(*) > 1) m"
-	 " JOIN blocks b ON b.hash = m.hash JOIN snap_blocks s ON s.block_id = b.id"
+	 " JOIN blocks b ON b.hash = m.hash JOIN ds_refs x ON x.block_id = b.id"
+	 " JOIN snapshots s ON s.ds_id = x.ds_id AND s.createtxg >= x.born"
+	 " AND (x.died IS NULL OR s.createtxg < x.died)"
 	 " ORDER BY 1, 2, 3, 4"},
 };
 
@@ -320,15 +323,19 @@ int rec_checkpoint(struct store_pool *p)
 	uint8_t h[FERRY_HASH_LEN];
 	struct fbuf out;
 	sqlite3_stmt *st = NULL;
-	int r;
+	int r, multi = 0;
 	if (!p->records)
 		return 0;
 	fbuf_init(&out, PACK_HDR_LEN + PACK_CAT_HDR_LEN + PACK_CAT_MAX + PACK_REC_TAIL);
 	if ((r = fbuf_reserve(&out, 4096)) < 0)
 		goto out;
 	out.len = PACK_HDR_LEN + PACK_CAT_HDR_LEN; /* filled in below */
+	/* copies has rows only while some block has two (lifetimes.c keeps
+	 * the mark): without, its pass over the whole hash index is skipped */
+	if ((r = life_multicopy(p, &multi)) < 0)
+		goto out;
 	for (size_t i = 0; i < REC_NTABLES; i++)
-		if ((r = dump_table(p, &rec_tables[i], &out)) < 0)
+		if ((multi || rec_tables[i].id != 8) && (r = dump_table(p, &rec_tables[i], &out)) < 0)
 			goto out;
 	size_t plen = out.len - PACK_HDR_LEN - PACK_CAT_HDR_LEN;
 	hash_blake2b(h, out.data + PACK_HDR_LEN + PACK_CAT_HDR_LEN, plen);

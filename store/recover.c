@@ -450,7 +450,9 @@ static int check_trees(struct rcv *c)
 				    " WHERE k.snap_id = ?1 AND k.hash = ?2", &w.st_copy)) < 0 ||
 	    (r = cat_prepare(&c->q, "SELECT id FROM blocks WHERE ?1 IS NOT NULL AND hash = ?2"
 				    " ORDER BY codec, level LIMIT 1", &w.st_any)) < 0 ||
-	    (r = cat_prepare(&c->q, "INSERT OR IGNORE INTO snap_blocks(snap_id, block_id)"
+	    /* each snapshot's blocks, turned into ds_refs' lifetimes once all
+	     * are known (build) */
+	    (r = cat_prepare(&c->q, "INSERT OR IGNORE INTO temp.rc_refs(snap_id, block_id)"
 				    " VALUES(?, ?)", &w.st_ref)) < 0 ||
 	    (r = cat_prepare(&c->q, "SELECT s.id, s.root, d.name, s.name, 0 FROM snapshots s JOIN"
 				    " datasets d ON d.id = s.ds_id UNION ALL SELECT 0, b.root,"
@@ -514,7 +516,8 @@ static int build(struct rcv *c, const char *tmp)
 	    (r = cat_schema_create(&c->q)) < 0 ||
 	    (r = cat_exec(&c->q, "CREATE TEMP TABLE copies(snap_id INTEGER, hash BLOB, codec"
 				 " INTEGER, level INTEGER); CREATE INDEX temp.copies_k ON"
-				 " copies(snap_id, hash)")) < 0 ||
+				 " copies(snap_id, hash); CREATE TEMP TABLE rc_refs(snap_id INTEGER,"
+				 " block_id INTEGER, PRIMARY KEY(snap_id, block_id)) WITHOUT ROWID")) < 0 ||
 	    (r = cat_exec(&c->q, "BEGIN")) < 0)
 		return r;
 	if ((r = cat_prepare(&c->q, "INSERT INTO packs(name, size) VALUES(?, ?)", &c->st_pack)) < 0 ||
@@ -533,7 +536,8 @@ static int build(struct rcv *c, const char *tmp)
 		return ferry_err(FERR_NOENT, "pool '%s': no checkpoint of its catalogue in the packs"
 				 " (a version-1 pool has none: 'ferry pool upgrade' while its"
 				 " catalogue is good)", c->q.name);
-	if ((r = load_state(c)) < 0 || (r = check_trees(c)) < 0 || (r = cat_exec(&c->q, "COMMIT")) < 0)
+	if ((r = load_state(c)) < 0 || (r = check_trees(c)) < 0 ||
+	    (r = life_convert(&c->q, "temp.rc_refs")) < 0 || (r = cat_exec(&c->q, "COMMIT")) < 0)
 		return r;
 	sqlite3_finalize(c->st_pack);
 	sqlite3_finalize(c->st_blk);

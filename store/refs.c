@@ -1,11 +1,15 @@
 /* store/refs.c — the block references of a snapshot built on a base
  * snapshot, at the cost of what changed (issue 14).
  *
- * A snapshot references the distinct blocks of its tree (snap_blocks).
- * Walking a whole new tree to list them costs a catalogue statement per
- * file however little changed. Instead the base's references are taken
- * over in one statement (r_seed, each block under the copy
- * store_writer_ref would pick) and corrected by what differs:
+ * A snapshot references the distinct blocks of its tree (ds_refs,
+ * lifetimes.c). Walking a whole new tree to list them costs a catalogue
+ * statement per file however little changed. Instead the result is the
+ * base's references corrected by what differs. When the base is its
+ * dataset's newest and no block has two copies, the correction itself is
+ * left for the commit (w_refs what the writer references, r_gone what is
+ * gone: lifetimes.c writes rows for those only); else the base's
+ * references are taken over in one statement (r_seed, each block under
+ * the copy store_writer_ref would pick) and corrected here:
  *
  *   W1  the new tree, from its root, descending only into the caller's
  *       nodes (those the writer holds, and a receive's own that the pool
@@ -368,11 +372,38 @@ static int fill_filter(struct refs *x)
  * walk of the whole tree gives. */
 static const char seed_sql[] =
 	"INSERT OR IGNORE INTO temp.r_seed(hash, codec, level)"
-	" SELECT c.hash, c.codec, c.level FROM main.snap_blocks s"
-	" JOIN main.blocks b ON b.id = s.block_id"
+	" SELECT c.hash, c.codec, c.level FROM snapshots s"
+	" JOIN ds_refs x ON x.ds_id = s.ds_id AND x.born <= s.createtxg"
+	" AND (x.died IS NULL OR x.died > s.createtxg)"
+	" JOIN main.blocks b ON b.id = x.block_id"
 	" JOIN main.blocks c ON c.id = (SELECT id FROM main.blocks WHERE hash = b.hash"
 	"  ORDER BY codec, level LIMIT 1)"
-	" WHERE s.snap_id = ?";
+	" WHERE s.id = ?";
+
+/* *delta 1 when base_id is the newest snapshot of its dataset (*ds_id)
+ * and every block has one copy. */
+static int delta_ok(struct store_pool *p, int64_t base_id, int *delta, int64_t *ds_id)
+{
+	sqlite3_stmt *st = NULL;
+	int multi = 0, r;
+	*delta = 0;
+	if ((r = life_multicopy(p, &multi)) < 0 || multi)
+		return r;
+	if ((r = cat_prepare(p, "SELECT s.ds_id, s.id = (SELECT n.id FROM snapshots n WHERE"
+			       " n.ds_id = s.ds_id ORDER BY n.createtxg DESC LIMIT 1)"
+			       " FROM snapshots s WHERE s.id = ?", &st)) < 0)
+		return r;
+	sqlite3_bind_int64(st, 1, base_id);
+	int s = sqlite3_step(st);
+	if (s == SQLITE_ROW) {
+		*ds_id = sqlite3_column_int64(st, 0);
+		*delta = sqlite3_column_int(st, 1);
+	} else if (s != SQLITE_DONE) {
+		r = cat_err(p, "looking up the base snapshot");
+	}
+	sqlite3_finalize(st);
+	return r;
+}
 
 int store_writer_refs_since(struct store_writer *w, int64_t base_id,
 			    const uint8_t base_root[FERRY_HASH_LEN], const uint8_t root[FERRY_HASH_LEN],
@@ -380,7 +411,8 @@ int store_writer_refs_since(struct store_writer *w, int64_t base_id,
 {
 	struct refs x;
 	struct store_pool *p = writer_pool(w);
-	int changed = memcmp(root, base_root, FERRY_HASH_LEN) != 0, r;
+	int changed = memcmp(root, base_root, FERRY_HASH_LEN) != 0, delta = 0, r;
+	int64_t ds_id = 0;
 	memset(&x, 0, sizeof x);
 	x.w = w;
 	x.p = p;
@@ -403,21 +435,28 @@ int store_writer_refs_since(struct store_writer *w, int64_t base_id,
 	    (r = cat_prepare(p, "SELECT hash, type FROM temp.r_keep WHERE hit = ?1 AND hash > ?2"
 			     " ORDER BY hash", &x.st_page)) < 0)
 		goto out;
+	/* the base is its dataset's newest and no block has two copies: the
+	 * commit applies the change (w_refs and r_gone) to the base's rows
+	 * (lifetimes.c), nothing is seeded */
+	if ((r = delta_ok(p, base_id, &delta, &ds_id)) < 0)
+		goto out;
 	/* W1-W3 */
 	if (changed && ((r = walk_root(&x, SIDE_NEW, root)) < 0 ||
 			(r = walk_root(&x, SIDE_OLD, base_root)) < 0 ||
 			(r = walk_kept(&x, 0, SIDE_ADD)) < 0))
 		goto out;
-	if ((r = writer_batch_op(w)) < 0 || (r = cat_exec_i64(p, seed_sql, base_id)) < 0)
+	if (!delta && ((r = writer_batch_op(w)) < 0 || (r = cat_exec_i64(p, seed_sql, base_id)) < 0))
 		goto out;
 	if (changed) {
 		uint64_t n = 0;
-		/* W4 */
+		/* W4; with one copy of each block, the base's is the writer's */
 		if ((r = writer_batch_op(w)) < 0 ||
-		    (r = cat_exec(p, "DELETE FROM temp.r_gone WHERE hash IN (SELECT a.hash"
-				     " FROM temp.r_added a JOIN temp.r_seed s ON s.hash = a.hash"
-				     " JOIN temp.w_refs f ON f.hash = s.hash AND f.codec = s.codec"
-				     " AND f.level = s.level)")) < 0 ||
+		    (r = cat_exec(p, delta ? "DELETE FROM temp.r_gone WHERE hash IN (SELECT a.hash"
+					     " FROM temp.r_added a JOIN temp.w_refs f ON f.hash = a.hash)"
+					   : "DELETE FROM temp.r_gone WHERE hash IN (SELECT a.hash"
+					     " FROM temp.r_added a JOIN temp.r_seed s ON s.hash = a.hash"
+					     " JOIN temp.w_refs f ON f.hash = s.hash AND f.codec = s.codec"
+					     " AND f.level = s.level)")) < 0 ||
 		    (r = count_gone(&x, &n)) < 0)
 			goto out;
 		if (n) {
@@ -425,11 +464,17 @@ int store_writer_refs_since(struct store_writer *w, int64_t base_id,
 			if ((r = fill_filter(&x)) < 0 || (r = walk_kept(&x, 1, SIDE_LIVE)) < 0)
 				goto out;
 		}
-		if ((r = writer_batch_op(w)) < 0 ||
-		    (r = cat_exec(p, "DELETE FROM temp.r_seed WHERE hash IN"
-				     " (SELECT hash FROM temp.r_gone)")) < 0)
+		if (!delta && ((r = writer_batch_op(w)) < 0 ||
+			       (r = cat_exec(p, "DELETE FROM temp.r_seed WHERE hash IN"
+						" (SELECT hash FROM temp.r_gone)")) < 0))
 			goto out;
 	}
+	if (delta) {
+		p->life_base = base_id;
+		p->life_ds = ds_id;
+		goto out;
+	}
+	p->life_base = 0;
 	if ((r = writer_batch_op(w)) < 0)
 		goto out;
 	r = cat_exec(p, "INSERT OR IGNORE INTO temp.w_refs(hash, codec, level)"
@@ -455,9 +500,23 @@ int store_writer_nrefs(struct store_writer *w, uint64_t *n)
 {
 	sqlite3_stmt *st = NULL;
 	struct store_pool *p = writer_pool(w);
-	int r = cat_prepare(p, "SELECT count(*) FROM temp.w_refs", &st);
+	/* a change to the base (see above): the base's blocks, plus the
+	 * writer's it lacks, less those gone */
+	int r = cat_prepare(p, p->life_base
+				   ? "SELECT (SELECT count(*) FROM ds_refs WHERE ds_id = ?1 AND died IS NULL)"
+				     " + (SELECT count(*) FROM temp.w_refs f WHERE NOT EXISTS (SELECT 1"
+				     "  FROM main.blocks b JOIN ds_refs x ON x.ds_id = ?1 AND"
+				     "  x.block_id = b.id AND x.died IS NULL WHERE b.hash = f.hash"
+				     "  AND b.codec = f.codec AND b.level = f.level))"
+				     " - (SELECT count(*) FROM temp.r_gone g JOIN main.blocks b ON"
+				     "  b.hash = g.hash JOIN ds_refs x ON x.ds_id = ?1 AND"
+				     "  x.block_id = b.id AND x.died IS NULL WHERE NOT EXISTS (SELECT 1"
+				     "  FROM temp.w_refs f WHERE f.hash = b.hash AND f.codec = b.codec"
+				     "  AND f.level = b.level))"
+				   : "SELECT count(*) FROM temp.w_refs WHERE ?1 IS NOT NULL", &st);
 	if (r < 0)
 		return r;
+	sqlite3_bind_int64(st, 1, p->life_base ? p->life_ds : 1);
 	if (sqlite3_step(st) == SQLITE_ROW)
 		*n = (uint64_t)sqlite3_column_int64(st, 0);
 	else

@@ -626,7 +626,7 @@ int store_scrub_unreferenced(struct store_pool *p, uint64_t *blocks, uint64_t *b
 {
 	sqlite3_stmt *st = NULL;
 	int r = cat_prepare(p, "SELECT count(*), coalesce(sum(psize), 0) FROM blocks WHERE id NOT IN"
-			    " (SELECT block_id FROM snap_blocks UNION ALL SELECT block_id FROM"
+			    " (SELECT block_id FROM ds_refs UNION ALL SELECT block_id FROM"
 			    " recv_partial_blocks)", &st);
 	if (r < 0)
 		return r;
@@ -975,8 +975,8 @@ int store_block_in_scope(struct store_pool *p, const struct store_ds *ds,
 	/* the name inside the pool ('' for the root, which covers them all);
 	 * compared by prefix, not with LIKE, whose '_' would match any byte */
 	const char *rel = !strncmp(ds->name, p->name, pl) && ds->name[pl] == '/' ? ds->name + pl + 1 : "";
-	int r = cat_prepare(p, "SELECT b.lsize FROM blocks b JOIN snap_blocks sb ON sb.block_id = b.id"
-			    " JOIN snapshots s ON s.id = sb.snap_id JOIN datasets d ON d.id = s.ds_id"
+	int r = cat_prepare(p, "SELECT b.lsize FROM blocks b JOIN ds_refs x ON x.block_id = b.id"
+			    " JOIN datasets d ON d.id = x.ds_id"
 			    " WHERE b.hash = ?1 AND (?2 = '' OR d.name = ?2 OR"
 			    " substr(d.name, 1, length(?2) + 1) = ?2 || '/') LIMIT 1", &st);
 	if (r < 0)

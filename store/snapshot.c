@@ -179,22 +179,20 @@ void store_snap_to_ds(const struct store_snap *s, struct store_ds *out)
 
 int store_snap_unique(struct store_pool *p, const struct store_snap *s, uint64_t *used)
 {
+	int64_t t = 0;
 	sqlite3_stmt *st = NULL;
-	int r = cat_prepare(p, "SELECT coalesce(sum(b.psize), 0) FROM snap_blocks x"
-			       " JOIN blocks b ON b.id = x.block_id WHERE x.snap_id = ?1"
-			       " AND NOT EXISTS (SELECT 1 FROM snap_blocks y JOIN snapshots o"
-			       " ON o.id = y.snap_id WHERE y.block_id = x.block_id"
-			       " AND o.ds_id = ?2 AND o.id != ?1)", &st);
+	int r = cat_prepare(p, "SELECT createtxg FROM snapshots WHERE id = ?", &st);
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(st, 1, s->id);
-	sqlite3_bind_int64(st, 2, s->ds_id);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		*used = (uint64_t)sqlite3_column_int64(st, 0);
+	int k = sqlite3_step(st);
+	if (k == SQLITE_ROW)
+		t = sqlite3_column_int64(st, 0);
 	else
-		r = cat_err(p, "computing snapshot space");
+		r = k == SQLITE_DONE ? ferry_err(FERR_NOENT, "snapshot '%s' does not exist", s->name)
+				     : cat_err(p, "computing snapshot space");
 	sqlite3_finalize(st);
-	return r;
+	return r < 0 ? r : life_snap_unique(p, s->ds_id, t, used);
 }
 
 /* ---- selection --------------------------------------------------------------------- */
@@ -357,60 +355,23 @@ int store_snap_reclaim(struct store_pool *p, const struct store_snap *list, size
 	int r;
 	if ((r = fill_sel_table(p, list, n)) < 0)
 		return r;
-	if ((r = cat_prepare(p, "SELECT coalesce(sum(b.psize), 0) FROM (SELECT DISTINCT block_id"
-			       " FROM snap_blocks WHERE snap_id IN (SELECT id FROM temp.sel)) x"
-			       " JOIN blocks b ON b.id = x.block_id WHERE NOT EXISTS (SELECT 1"
-			       " FROM snap_blocks y WHERE y.block_id = x.block_id AND y.snap_id"
-			       " NOT IN (SELECT id FROM temp.sel))", &st)) < 0)
+	/* the blocks of rows that hold a selected snapshot, of which no row
+	 * (of any dataset) holds one not selected */
+	if ((r = cat_prepare(p, "SELECT coalesce(sum(b.psize), 0) FROM blocks b WHERE b.id IN"
+			       " (SELECT x.block_id FROM temp.sel q JOIN snapshots s ON s.id = q.id"
+			       " JOIN ds_refs x ON x.ds_id = s.ds_id AND x.born <= s.createtxg"
+			       " AND (x.died IS NULL OR x.died > s.createtxg))"
+			       " AND NOT EXISTS (SELECT 1 FROM ds_refs y JOIN snapshots o"
+			       " ON o.ds_id = y.ds_id AND o.createtxg >= y.born"
+			       " AND (y.died IS NULL OR o.createtxg < y.died)"
+			       " WHERE y.block_id = b.id AND o.id NOT IN (SELECT id FROM temp.sel))",
+			       &st)) < 0)
 		return r;
 	if (sqlite3_step(st) == SQLITE_ROW)
 		*bytes = (uint64_t)sqlite3_column_int64(st, 0);
 	else
 		r = cat_err(p, "computing reclaimable space");
 	sqlite3_finalize(st);
-	return r;
-}
-
-/* Recomputes `written` of every snapshot of dataset ds_id against its
- * predecessor (after a destroy changed who precedes whom). */
-static int recompute_written(struct store_pool *p, int64_t ds_id)
-{
-	sqlite3_stmt *ls = NULL, *sum = NULL, *up = NULL;
-	int64_t prev = 0;
-	int r;
-	if ((r = cat_prepare(p, "SELECT id FROM snapshots WHERE ds_id = ? ORDER BY createtxg", &ls)) < 0 ||
-	    (r = cat_prepare(p, "SELECT coalesce(sum(b.psize), 0) FROM snap_blocks s JOIN blocks b"
-			       " ON b.id = s.block_id WHERE s.snap_id = ?1 AND NOT EXISTS (SELECT 1"
-			       " FROM snap_blocks o WHERE o.snap_id = ?2 AND o.block_id = s.block_id)",
-			     &sum)) < 0 ||
-	    (r = cat_prepare(p, "UPDATE snapshots SET written = ? WHERE id = ?", &up)) < 0)
-		goto out;
-	sqlite3_bind_int64(ls, 1, ds_id);
-	int s;
-	while ((s = sqlite3_step(ls)) == SQLITE_ROW) {
-		int64_t id = sqlite3_column_int64(ls, 0);
-		sqlite3_reset(sum);
-		sqlite3_bind_int64(sum, 1, id);
-		sqlite3_bind_int64(sum, 2, prev);
-		if (sqlite3_step(sum) != SQLITE_ROW) {
-			r = cat_err(p, "computing written");
-			goto out;
-		}
-		sqlite3_reset(up);
-		sqlite3_bind_int64(up, 1, sqlite3_column_int64(sum, 0));
-		sqlite3_bind_int64(up, 2, id);
-		if (sqlite3_step(up) != SQLITE_DONE) {
-			r = cat_err(p, "recording written");
-			goto out;
-		}
-		prev = id;
-	}
-	if (s != SQLITE_DONE)
-		r = cat_err(p, "listing snapshots");
-out:
-	sqlite3_finalize(ls);
-	sqlite3_finalize(sum);
-	sqlite3_finalize(up);
 	return r;
 }
 
@@ -422,19 +383,12 @@ int store_snap_destroy(struct store_pool *p, const struct store_snap *list, size
 	/* zfs: a held snapshot is busy (checked under the write lock) */
 	if ((r = hold_check_destroy(p, list, n)) < 0)
 		goto fail;
-	for (size_t i = 0; i < n; i++) {
-		if ((r = cat_exec_i64(p, "DELETE FROM snap_blocks WHERE snap_id = ?", list[i].id)) < 0 ||
-		    (r = cat_exec_i64(p, "DELETE FROM snapshots WHERE id = ?", list[i].id)) < 0)
+	/* one at a time, newest first (a rollback's list is oldest first):
+	 * each costs the rows born and dead at it, and sets the written of
+	 * the snapshot after it (lifetimes.c) */
+	for (size_t i = n; i-- > 0;)
+		if ((r = life_destroy(p, list[i].id)) < 0)
 			goto fail;
-	}
-	for (size_t i = 0; i < n; i++) {
-		int seen = 0;
-		for (size_t j = 0; j < i; j++)
-			if (list[j].ds_id == list[i].ds_id)
-				seen = 1;
-		if (!seen && (r = recompute_written(p, list[i].ds_id)) < 0)
-			goto fail;
-	}
 	return store_tx_commit(p);
 fail:
 	store_tx_rollback(p);

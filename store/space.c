@@ -24,9 +24,8 @@ static int subtree_blocks(struct store_pool *p, int64_t ds_id, int children_only
 	int r = cat_prepare(p, "WITH RECURSIVE sub(id) AS (SELECT ?1 UNION ALL SELECT d.id FROM"
 			       " datasets d JOIN sub ON d.parent_id = sub.id)"
 			       " SELECT coalesce(sum(b.psize), 0), coalesce(sum(b.lsize), 0) FROM"
-			       " (SELECT DISTINCT s.ds_id, x.block_id FROM snapshots s"
-			       " JOIN snap_blocks x ON x.snap_id = s.id WHERE s.ds_id IN"
-			       " (SELECT id FROM sub) AND (?2 = 0 OR s.ds_id != ?1)) y"
+			       " (SELECT DISTINCT x.ds_id, x.block_id FROM ds_refs x WHERE x.ds_id IN"
+			       " (SELECT id FROM sub) AND (?2 = 0 OR x.ds_id != ?1)) y"
 			       " JOIN blocks b ON b.id = y.block_id", &st);
 	if (r < 0)
 		return r;
@@ -116,10 +115,15 @@ int store_ds_space(struct store_pool *p, const struct store_ds *ds, struct store
 static int snap_diff_bytes(struct store_pool *p, int64_t later_id, int64_t since_id, uint64_t *out)
 {
 	sqlite3_stmt *st = NULL;
-	int r = cat_prepare(p, "SELECT coalesce(sum(b.psize), 0) FROM snap_blocks s"
-			       " JOIN blocks b ON b.id = s.block_id WHERE s.snap_id = ?1"
-			       " AND NOT EXISTS (SELECT 1 FROM snap_blocks o WHERE"
-			       " o.snap_id = ?2 AND o.block_id = s.block_id)", &st);
+	/* the rows that hold later, of blocks no row of since's dataset
+	 * holds since in */
+	int r = cat_prepare(p, "SELECT coalesce(sum(b.psize), 0) FROM snapshots l"
+			       " JOIN ds_refs x ON x.ds_id = l.ds_id AND x.born <= l.createtxg"
+			       " AND (x.died IS NULL OR x.died > l.createtxg)"
+			       " JOIN blocks b ON b.id = x.block_id WHERE l.id = ?1"
+			       " AND NOT EXISTS (SELECT 1 FROM snapshots o JOIN ds_refs y ON"
+			       " y.ds_id = o.ds_id AND y.block_id = x.block_id AND y.born <= o.createtxg"
+			       " AND (y.died IS NULL OR y.died > o.createtxg) WHERE o.id = ?2)", &st);
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(st, 1, later_id);

@@ -773,7 +773,7 @@ br_page() { # a b-tree page of the catalogue overwritten
 }
 br_dangling_row() { sqp bk "PRAGMA foreign_keys = OFF; INSERT INTO snapshots(ds_id, name, guid, createtxg, creation_ns, root)
 	SELECT 999, name, guid, createtxg, creation_ns, root FROM snapshots LIMIT 1;"; }
-br_lose_ref() { sqp bk "DELETE FROM snap_blocks WHERE block_id = (SELECT max(block_id) FROM snap_blocks);"; }
+br_lose_ref() { sqp bk "DELETE FROM ds_refs WHERE block_id = (SELECT max(block_id) FROM ds_refs);"; }
 br_extra_ds() { fl create bk/left-behind; }
 br_token() {
 	sqp bk "INSERT INTO recv_partial(ds, token, to_guid, from_guid, pos, created)

@@ -1,11 +1,13 @@
 /* tests/unit/test_plans.c — the query plans of the catalogue statements
  * that run once per block. SQLite picks a join order by itself, and for
  * store_snap_has_block (send -i: is this block in the base snapshot?) it
- * picked a scan of the snapshot's snap_blocks rows, one per block the
- * snapshot references, for every block sent: a 1 % incremental of 31,566
- * files cost 6.4 s of CPU instead of 0.24 s. No timing here: the plan
- * itself must look the block up by its hash first and then its row for
- * the snapshot, each step an index search, none a scan. */
+ * once picked a scan of the snapshot's snap_blocks rows, one per block
+ * the snapshot references, for every block sent: a 1 % incremental of
+ * 31,566 files cost 6.4 s of CPU instead of 0.24 s. With ds_refs (block
+ * lifetimes) the same holds: no timing here, the plan itself must take
+ * the snapshot by its id, the block by its hash, then the dataset's row
+ * for that block by the key (block, dataset, birth), each step an index
+ * search, none a scan. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -70,13 +72,18 @@ static void test_snap_has_block(void **state)
 	(void)state;
 	plan_of(store_sql_snap_has_block, plan, sizeof plan);
 	print_message("%s", plan);
-	const char *first = strstr(plan, "SEARCH b USING"), *second = strstr(plan, "SEARCH s USING");
-	/* the block by its hash, then the snapshot's row for it */
+	const char *snap = strstr(plan, "SEARCH s USING"), *first = strstr(plan, "SEARCH b USING"),
+		   *second = strstr(plan, "SEARCH x USING");
+	/* the snapshot, the block by its hash, then the dataset's row for it */
+	assert_non_null(snap);
 	assert_non_null(first);
 	assert_non_null(second);
-	assert_true(first < second);
+	assert_true(snap < first && first < second);
+	assert_non_null(strstr(snap, "(rowid=?)"));
 	assert_non_null(strstr(first, "(hash=?)"));
 	assert_non_null(strstr(second, "block_id=?"));
+	assert_non_null(strstr(second, "ds_id=?"));
+	assert_non_null(strstr(second, "born<?"));
 	assert_null(strstr(plan, "SCAN"));
 }
 

@@ -1,0 +1,388 @@
+/* tests/unit/test_lifetimes.c — block lifetimes (ds_refs, store/lifetimes.c)
+ * against brute force. Random histories on a real pool: files written
+ * from a few contents (so blocks leave and come back), removed, shared
+ * between two datasets; snapshots captured; snapshots destroyed in any
+ * order, several at once; rollbacks; gc. After every step each remaining
+ * snapshot's block set, as the catalogue gives it (the snap_blocks view
+ * over ds_refs), must equal the distinct blocks of its tree, walked node
+ * by node; its referenced, logicalreferenced, written and used, and the
+ * dataset's used, must equal the sums over those sets; and the rows must
+ * be in the normal form the queries rely on. FERRY_LIFE_SEED picks the
+ * seed (printed), FERRY_LIFE_STEPS the length. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "capture/capture.h"
+#include "store/internal.h"
+
+#define NFILES 10
+#define NCONTENT 7
+#define MAXSNAP 64
+
+static char dir[] = "/tmp/ferry-life-XXXXXX";
+static struct store_pool *P;
+static unsigned seed;
+
+/* a hash set as a sorted array */
+struct hset {
+	uint8_t (*h)[FERRY_HASH_LEN];
+	size_t n, cap;
+};
+
+static void hs_add(struct hset *s, const uint8_t *h)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 64;
+		s->h = realloc(s->h, s->cap * FERRY_HASH_LEN);
+		assert_non_null(s->h);
+	}
+	memcpy(s->h[s->n++], h, FERRY_HASH_LEN);
+}
+
+static int hcmp(const void *a, const void *b)
+{
+	return memcmp(a, b, FERRY_HASH_LEN);
+}
+
+static void hs_sort(struct hset *s)
+{
+	size_t k = 0;
+	if (!s->n)
+		return;
+	qsort(s->h, s->n, FERRY_HASH_LEN, hcmp);
+	for (size_t i = 1; i < s->n; i++)
+		if (memcmp(s->h[i], s->h[k], FERRY_HASH_LEN))
+			memcpy(s->h[++k], s->h[i], FERRY_HASH_LEN);
+	s->n = k + 1;
+}
+
+static int hs_has(const struct hset *s, const uint8_t *h)
+{
+	return s->n && bsearch(h, s->h, s->n, FERRY_HASH_LEN, hcmp) != NULL;
+}
+
+/* ---- brute force: the tree's blocks, node by node ---- */
+
+struct walk {
+	struct hset nodes_todo, seen, blocks;
+};
+
+static int child(void *arg, int is_block, const uint8_t *h)
+{
+	struct walk *w = arg;
+	hs_add(is_block ? &w->blocks : &w->nodes_todo, h);
+	return 0;
+}
+
+static void tree_blocks(const uint8_t *root, struct hset *out)
+{
+	struct walk w;
+	sqlite3_stmt *st = NULL;
+	memset(&w, 0, sizeof w);
+	assert_int_equal(sqlite3_prepare_v2(P->db, "SELECT type, data FROM nodes WHERE hash = ?", -1,
+					    &st, NULL), SQLITE_OK);
+	hs_add(&w.nodes_todo, root);
+	while (w.nodes_todo.n) {
+		uint8_t h[FERRY_HASH_LEN];
+		memcpy(h, w.nodes_todo.h[--w.nodes_todo.n], FERRY_HASH_LEN);
+		int dup = 0;
+		for (size_t i = 0; i < w.seen.n && !dup; i++)
+			dup = !memcmp(w.seen.h[i], h, FERRY_HASH_LEN);
+		if (dup)
+			continue;
+		hs_add(&w.seen, h);
+		sqlite3_reset(st);
+		sqlite3_bind_blob(st, 1, h, FERRY_HASH_LEN, SQLITE_STATIC);
+		assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+		int type = sqlite3_column_int(st, 0);
+		const uint8_t *d = sqlite3_column_blob(st, 1);
+		size_t len = (size_t)sqlite3_column_bytes(st, 1);
+		assert_int_equal(node_children(type, d ? d : (const uint8_t *)"", len, 1, child, &w), 0);
+	}
+	sqlite3_finalize(st);
+	hs_sort(&w.blocks);
+	*out = w.blocks;
+	free(w.nodes_todo.h);
+	free(w.seen.h);
+}
+
+/* ---- the catalogue's view ---- */
+
+static void cat_blocks(int64_t snap_id, struct hset *out)
+{
+	sqlite3_stmt *st = NULL;
+	memset(out, 0, sizeof *out);
+	assert_int_equal(sqlite3_prepare_v2(P->db, "SELECT b.hash FROM snap_blocks v JOIN blocks b"
+					    " ON b.id = v.block_id WHERE v.snap_id = ?", -1, &st,
+					    NULL), SQLITE_OK);
+	sqlite3_bind_int64(st, 1, snap_id);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		assert_int_equal(sqlite3_column_bytes(st, 0), FERRY_HASH_LEN);
+		hs_add(out, sqlite3_column_blob(st, 0));
+	}
+	sqlite3_finalize(st);
+	size_t n = out->n;
+	hs_sort(out);
+	assert_int_equal(out->n, n); /* one copy of each block per snapshot */
+}
+
+static void sizes(const uint8_t *h, int64_t *ps, int64_t *ls)
+{
+	sqlite3_stmt *st = NULL;
+	assert_int_equal(sqlite3_prepare_v2(P->db, "SELECT psize, lsize FROM blocks WHERE hash = ?",
+					    -1, &st, NULL), SQLITE_OK);
+	sqlite3_bind_blob(st, 1, h, FERRY_HASH_LEN, SQLITE_STATIC);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	*ps = sqlite3_column_int64(st, 0);
+	*ls = sqlite3_column_int64(st, 1);
+	sqlite3_finalize(st);
+}
+
+static int64_t q1(const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	assert_int_equal(sqlite3_prepare_v2(P->db, sql, -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	int64_t v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+struct snaps {
+	struct store_snap v[MAXSNAP];
+	size_t n;
+};
+
+static int snap_cb(struct store_pool *p, const struct store_snap *s, void *arg)
+{
+	(void)p;
+	struct snaps *l = arg;
+	assert_true(l->n < MAXSNAP);
+	l->v[l->n++] = *s;
+	return 0;
+}
+
+static void list_snaps(const struct store_ds *ds, struct snaps *l)
+{
+	l->n = 0;
+	assert_int_equal(store_snap_iter(P, ds, snap_cb, l), 0);
+	/* by txg */
+	for (size_t i = 1; i < l->n; i++)
+		for (size_t j = i; j > 0 && l->v[j - 1].createtxg > l->v[j].createtxg; j--) {
+			struct store_snap t = l->v[j];
+			l->v[j] = l->v[j - 1];
+			l->v[j - 1] = t;
+		}
+}
+
+/* Every figure of every snapshot of ds, and ds's used, by brute force. */
+static void check_ds(const struct store_ds *ds, int step)
+{
+	struct snaps l;
+	struct hset sets[MAXSNAP];
+	list_snaps(ds, &l);
+	for (size_t i = 0; i < l.n; i++) {
+		struct hset c;
+		tree_blocks(l.v[i].root, &sets[i]);
+		cat_blocks(l.v[i].id, &c);
+		if (c.n != sets[i].n || (c.n && memcmp(c.h, sets[i].h, c.n * FERRY_HASH_LEN)))
+			fail_msg("seed %u step %d: %s: %zu blocks in the catalogue, %zu in its tree",
+				 seed, step, l.v[i].name, c.n, sets[i].n);
+		free(c.h);
+	}
+	struct hset all = {0};
+	for (size_t i = 0; i < l.n; i++)
+		for (size_t k = 0; k < sets[i].n; k++)
+			hs_add(&all, sets[i].h[k]);
+	hs_sort(&all);
+	for (size_t i = 0; i < l.n; i++) {
+		int64_t ref = 0, lref = 0, wr = 0, un = 0;
+		for (size_t k = 0; k < sets[i].n; k++) {
+			int64_t ps, ls, other = 0;
+			sizes(sets[i].h[k], &ps, &ls);
+			ref += ps;
+			lref += ls;
+			if (!i || !hs_has(&sets[i - 1], sets[i].h[k]))
+				wr += ps;
+			for (size_t j = 0; j < l.n && !other; j++)
+				other = j != i && hs_has(&sets[j], sets[i].h[k]);
+			if (!other)
+				un += ps;
+		}
+		struct store_snap now;
+		uint64_t used = 0;
+		assert_int_equal(store_snap_lookup(P, l.v[i].name, &now), 0);
+		assert_int_equal(store_snap_unique(P, &now, &used), 0);
+		if ((int64_t)now.referenced != ref || (int64_t)now.logicalreferenced != lref ||
+		    (int64_t)now.written != wr || (int64_t)used != un)
+			fail_msg("seed %u step %d: %s: referenced %llu/%lld logical %llu/%lld written"
+				 " %llu/%lld used %llu/%lld (catalogue/trees)", seed, step, now.name,
+				 (unsigned long long)now.referenced, (long long)ref,
+				 (unsigned long long)now.logicalreferenced, (long long)lref,
+				 (unsigned long long)now.written, (long long)wr,
+				 (unsigned long long)used, (long long)un);
+	}
+	int64_t u = 0;
+	for (size_t k = 0; k < all.n; k++) {
+		int64_t ps, ls;
+		sizes(all.h[k], &ps, &ls);
+		u += ps;
+	}
+	struct store_space sp;
+	assert_int_equal(store_ds_space(P, ds, &sp), 0);
+	if ((int64_t)sp.used != u)
+		fail_msg("seed %u step %d: %s: used %llu, its snapshots' blocks %lld", seed, step,
+			 ds->name, (unsigned long long)sp.used, (long long)u);
+	for (size_t i = 0; i < l.n; i++)
+		free(sets[i].h);
+	free(all.h);
+}
+
+/* The normal form (lifetimes.c): born and died are txgs of snapshots
+ * that exist, intervals hold a snapshot, none adjacent or overlapping. */
+static void check_form(int step)
+{
+	int64_t bad = q1("SELECT count(*) FROM ds_refs r WHERE NOT EXISTS (SELECT 1 FROM snapshots s"
+			 " WHERE s.ds_id = r.ds_id AND s.createtxg = r.born) OR (r.died IS NOT NULL AND"
+			 " (r.died <= r.born OR NOT EXISTS (SELECT 1 FROM snapshots s WHERE"
+			 " s.ds_id = r.ds_id AND s.createtxg = r.died)))");
+	int64_t touch = q1("SELECT count(*) FROM ds_refs a JOIN ds_refs b ON b.ds_id = a.ds_id AND"
+			   " b.block_id = a.block_id AND b.born > a.born WHERE a.died IS NULL OR"
+			   " a.died >= b.born");
+	int64_t live = q1("SELECT count(*) FROM (SELECT 1 FROM ds_refs WHERE died IS NULL"
+			  " GROUP BY ds_id, block_id HAVING count(*) > 1)");
+	if (bad || touch || live)
+		fail_msg("seed %u step %d: %lld rows off their snapshots, %lld adjacent or"
+			 " overlapping, %lld blocks alive twice", seed, step, (long long)bad,
+			 (long long)touch, (long long)live);
+}
+
+static unsigned rnd(unsigned n)
+{
+	return (unsigned)(rand() % (int)n);
+}
+
+static void write_file(const char *src, int i, int content)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/f%d", src, i);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	/* 1 to 4 blocks of 128 KiB, of content-determined bytes; some
+	 * contents share their first block */
+	size_t len = 3000 + (size_t)content * 90000;
+	uint32_t x = (uint32_t)(content % 3 == 0 ? 1 : content + 1) * 2654435761u;
+	for (size_t k = 0; k < len; k++) {
+		if (k == 131072)
+			x ^= (uint32_t)content * 40503u;
+		x = x * 1103515245u + 12345u;
+		fputc((int)(x >> 16) & 0xff, f);
+	}
+	fclose(f);
+}
+
+static void test_random_histories(void **state)
+{
+	char path[512], src[2][512], name[32];
+	const char *e = getenv("FERRY_LIFE_SEED"), *ns = getenv("FERRY_LIFE_STEPS");
+	int steps = ns ? atoi(ns) : 120, nsnap = 0;
+	struct store_ds ds[2];
+	(void)state;
+	seed = e ? (unsigned)strtoul(e, NULL, 10) : (unsigned)getpid();
+	print_message("seed %u, %d steps\n", seed, steps);
+	srand(seed);
+	for (int d = 0; d < 2; d++) {
+		snprintf(src[d], sizeof src[d], "%s/src%d", dir, d);
+		assert_int_equal(mkdir(src[d], 0755), 0);
+		snprintf(path, sizeof path, "tank/d%d", d);
+		assert_int_equal(store_ds_create(P, path, STORE_DS_FILESYSTEM, 0, NULL, 0), 0);
+		assert_int_equal(store_ds_lookup(P, path, &ds[d]), 0);
+	}
+	for (int step = 0; step < steps; step++) {
+		int d = (int)rnd(2), op = (int)rnd(10);
+		struct snaps l;
+		list_snaps(&ds[d], &l);
+		if (op < 4) { /* change some files, snapshot */
+			for (int k = (int)rnd(4); k >= 0; k--) {
+				int i = (int)rnd(NFILES);
+				snprintf(path, sizeof path, "%s/f%d", src[d], i);
+				if (rnd(4) == 0)
+					(void)unlink(path);
+				else
+					write_file(src[d], i, (int)rnd(NCONTENT));
+			}
+			op = 4;
+		}
+		if (op <= 5) { /* snapshot (op 5: of an unchanged tree) */
+			struct capture_opts o;
+			struct capture_stats st;
+			if (l.n >= MAXSNAP - 1)
+				continue;
+			memset(&o, 0, sizeof o);
+			o.from = src[d];
+			o.threads = 1;
+			snprintf(name, sizeof name, "s%d", nsnap++);
+			assert_int_equal(capture_snapshot(P, &ds[d], name, &o, &st), 0);
+		} else if (op <= 7 && l.n) { /* destroy one or two, any of them */
+			struct store_snap v[2];
+			size_t n = 1;
+			v[0] = l.v[rnd((unsigned)l.n)];
+			if (l.n > 2 && rnd(3) == 0)
+				v[n++] = l.v[rnd((unsigned)l.n)];
+			if (n == 2 && v[1].id == v[0].id)
+				n = 1;
+			assert_int_equal(store_snap_destroy(P, v, n), 0);
+		} else if (op == 8 && l.n) { /* roll back */
+			assert_int_equal(store_snap_rollback(P, &l.v[rnd((unsigned)l.n)], 1), 0);
+		} else if (op == 9) {
+			struct store_gc_stats gs;
+			memset(&gs, 0, sizeof gs);
+			assert_int_equal(store_gc(P, &gs), 0);
+		}
+		check_form(step);
+		check_ds(&ds[0], step);
+		check_ds(&ds[1], step);
+	}
+}
+
+static int setup(void **state)
+{
+	char path[256];
+	(void)state;
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(path, sizeof path, "%s/home", dir);
+	setenv("FERRY_HOME", path, 1);
+	snprintf(path, sizeof path, "%s/tank", dir);
+	if (ferry_lib_init() < 0 || store_pool_create("tank", path, NULL, 0) < 0 ||
+	    store_pool_open("tank", 0, &P) < 0)
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[300];
+	(void)state;
+	store_pool_close(P);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_random_histories),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
