@@ -47,7 +47,8 @@
 # fresh copy of the scenario's pools; the operation is killed as it enters
 # that call, and then:
 #   integrity  PRAGMA integrity_check and foreign_key_check are clean on a
-#              copy of catalog.db and its WAL (no -shm) taken before
+#              copy of catalog.db and its WAL (no -shm; catalog.db.recover
+#              when a recover was killed in its swap) taken before
 #              anything opens the pool again: a copy, so the check neither
 #              checkpoints nor deletes the WAL that ferry itself must then
 #              recover from, and without the -shm it rebuilds the WAL index
@@ -253,6 +254,13 @@ packbytes() { find "$1/packs" -type f -printf '%s\n' | awk '{ n++; b += $1 } END
 catcopy() {
 	rm -rf "$PT/cat" && mkdir -p "$PT/cat"
 	CAT=$PT/cat/catalog.db
+	if [ ! -e "$1/catalog.db" ] && [ -f "$1/catalog.db.recover" ]; then
+		# pool recover killed between the two renames of its swap: past
+		# its commit point, so the next open finishes the swap with this
+		# file (docs/ferry-nodes.md, Recover); the old WAL is gone already
+		cp "$1/catalog.db.recover" "$CAT" || return 1
+		return 0
+	fi
 	cp "$1/catalog.db" "$CAT" 2>/dev/null || return 1
 	[ -f "$1/catalog.db-wal" ] && cp "$1/catalog.db-wal" "$CAT-wal"
 	return 0
