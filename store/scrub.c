@@ -408,8 +408,22 @@ static int rec_pack_scan(struct recscan *rs, uint64_t size, const struct extent 
 		int err = r;
 		struct ferry_errsave es;
 		ferry_err_save(&es);
-		if ((r = rec_resync(rs, pos, end, &next)) < 0)
-			return r;
+		/* A record whose header parsed is stepped over by its length
+		 * when the next record's header parses there (or the span
+		 * ends there), even if that record is damaged too: resyncing
+		 * to the next *good* record would skip, unreported, a damaged
+		 * neighbour. A flipped length lands where no header parses. */
+		uint64_t step = parsed ? pos + pack_rec_len(&x) : 0;
+		struct pack_rec y;
+		if (parsed && step <= end && (step == end || (r = rec_head(rs, step, end, &y)) == 0)) {
+			next = step;
+		} else {
+			if (parsed && step <= end && !is_damage(r))
+				return r;
+			ferry_err_clear();
+			if ((r = rec_resync(rs, pos, end, &next)) < 0)
+				return r;
+		}
 		ferry_err_restore(&es);
 		int was = parsed ? x.kind : rec_was(rs, pos, next);
 		if (was == PACK_REC_BLOCK) {

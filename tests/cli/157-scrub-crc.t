@@ -128,6 +128,35 @@ import sys; f = open(sys.argv[1], 'r+b'); f.seek(int(sys.argv[2])); b = f.read(1
 run ferry scrub -v gar
 is "$rc" 0 "a damaged header of a garbage block: not reported ($(sed -n 3p "$T/out"))"
 
+# two neighbouring node records both damaged: each is reported (the walk
+# steps over a damaged record by its length when the next header parses
+# there; resyncing to the next good record skipped the second one)
+fresh
+two=$($PY - "$T/p/tank/packs" <<'EOF2'
+import os, struct, sys
+d = sys.argv[1]
+for name in sorted(os.listdir(d)):
+    path = os.path.join(d, name)
+    b = bytearray(open(path, 'rb').read())
+    pos, recs = 16, []
+    while pos + 44 <= len(b) and b[pos:pos + 4] == b'FNOD':
+        n = struct.unpack_from('<I', b, pos + 8)[0]
+        recs.append(pos)
+        pos += 44 + n + 4
+    if len(recs) >= 2 and pos == len(b):
+        for r in recs[:2]:
+            b[r + 44] ^= 0x10  # the first byte of each node's bytes
+        open(path, 'wb').write(b)
+        print(name, recs[0], recs[1])
+        break
+EOF2
+)
+set -- $two
+is "$#" 3 "a node pack with two neighbouring node records, both flipped ($two)"
+"$FERRY" scrub --json tank >"$T/j"
+is "$?:$($PY -c 'import json,sys; e=json.load(sys.stdin)["pools"]["tank"]["errors"]; print(sorted((x["kind"], x["offset"]) for x in e))' <"$T/j")" \
+	"5:[('record', $2), ('record', $3)]" "both damaged neighbours reported, each at its offset"
+
 fresh
 ferry pool create control "$T/p/control"
 ferry create -o source="$TS/a" -o recordsize=16K -o compression=lz4 control/fs
