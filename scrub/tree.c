@@ -102,6 +102,27 @@ static int log_cb(void *arg, const struct store_scrub_err *e)
 	return 0;
 }
 
+/* Adds a user of the damage err_id: the tree being walked, path[0..len). */
+static int user_add(struct tw *t, int64_t err_id, const char *path, size_t len)
+{
+	int r;
+	if ((r = VEC_GROW(t->u, t->capu, t->nu, 256, "scrubbing")) < 0)
+		return r;
+	struct store_scrub_user *u = &t->u[t->nu];
+	u->bookmark = t->bookmark;
+	u->obj_id = t->obj_id;
+	u->guid = t->guid;
+	u->err_id = err_id;
+	if (!(u->path = malloc(len + 1)))
+		return ferry_err(FERR_NOMEM, "scrubbing");
+	if (len)
+		memcpy(u->path, path, len);
+	u->path[len] = 0;
+	t->nu++;
+	t->found++; /* the subtree is not clean: walked again in the next tree */
+	return 0;
+}
+
 /* A user of every damage of hash: the tree being walked, path. */
 static int users_of(struct tw *t, const uint8_t *hash, const char *path, size_t len)
 {
@@ -110,20 +131,8 @@ static int users_of(struct tw *t, const uint8_t *hash, const char *path, size_t 
 	if (!d)
 		return 0;
 	for (; d < t->d + t->nd && !memcmp(d->hash, hash, FERRY_HASH_LEN); d++) {
-		if ((r = VEC_GROW(t->u, t->capu, t->nu, 256, "scrubbing")) < 0)
+		if ((r = user_add(t, d->id, path, len)) < 0)
 			return r;
-		struct store_scrub_user *u = &t->u[t->nu];
-		u->bookmark = t->bookmark;
-		u->obj_id = t->obj_id;
-		u->guid = t->guid;
-		u->err_id = d->id;
-		if (!(u->path = malloc(len + 1)))
-			return ferry_err(FERR_NOMEM, "scrubbing");
-		if (len)
-			memcpy(u->path, path, len);
-		u->path[len] = 0;
-		t->nu++;
-		t->found++;
 	}
 	return 1;
 }
@@ -190,20 +199,8 @@ static int rec_users(struct tw *t, const uint8_t *hash)
 		}
 		if (dup)
 			continue;
-		if ((r = VEC_GROW(t->u, t->capu, t->nu, 256, "scrubbing")) < 0)
+		if ((r = user_add(t, d->id, t->rpath, t->rpath_len)) < 0)
 			return r;
-		struct store_scrub_user *u = &t->u[t->nu];
-		u->bookmark = t->bookmark;
-		u->obj_id = t->obj_id;
-		u->guid = t->guid;
-		u->err_id = d->id;
-		if (!(u->path = malloc(t->rpath_len + 1)))
-			return ferry_err(FERR_NOMEM, "scrubbing");
-		if (t->rpath_len)
-			memcpy(u->path, t->rpath, t->rpath_len);
-		u->path[t->rpath_len] = 0;
-		t->nu++;
-		t->found++; /* the subtree is not clean: walked again in the next tree */
 	}
 	return 0;
 }
