@@ -81,7 +81,8 @@ void cap_progress(struct cap *c, int force)
 
 /* ---- entry points --------------------------------------------------------------------- */
 
-static int old_root(struct cap *c, int *kind, struct node_dir *od, int *have)
+static int old_root(struct cap *c, int *kind, struct node_dir *od, int *have, uint8_t *old_type,
+		    uint8_t *old_hash)
 {
 	struct store_snap s;
 	struct fbuf b;
@@ -107,6 +108,8 @@ static int old_root(struct cap *c, int *kind, struct node_dir *od, int *have)
 		if ((r = node_dir_load(cap_rd_node, c->rd, e.child_type, e.child, od)) < 0)
 			goto out;
 		*have = 1;
+		*old_type = e.child_type;
+		memcpy(old_hash, e.child, FERRY_HASH_LEN);
 	}
 out:
 	free(xa);
@@ -120,6 +123,7 @@ static int capture_tree(struct cap *c, const char *from, uint8_t *root)
 	struct centry ce;
 	struct fbuf rb;
 	struct stat sb;
+	uint8_t old_type = 0, old_hash[FERRY_HASH_LEN];
 	int have = 0, kind = 0, r, fd = -1;
 	memset(&od, 0, sizeof od);
 	memset(&ce, 0, sizeof ce);
@@ -134,13 +138,14 @@ static int capture_tree(struct cap *c, const char *from, uint8_t *root)
 		goto out;
 	}
 	c->dev = sb.st_dev;
-	if ((r = old_root(c, &kind, &od, &have)) < 0)
+	if ((r = old_root(c, &kind, &od, &have, &old_type, old_hash)) < 0 ||
+	    (r = cap_stat_ahead_new(c, pipeline_threads(c->o->threads))) < 0)
 		goto out;
 	cap_entry_from_stat(&ce.e, &sb);
 	ce.e.ftype = NODE_F_DIR;
 	if ((r = cap_read_xattrs(c, fd, NULL, &ce)) < 0)
 		goto out;
-	r = cap_walk(c, fd, &od, have, &ce.e.child_type, ce.e.child);
+	r = cap_walk(c, fd, &od, have, old_type, old_hash, &ce.e.child_type, ce.e.child);
 	fd = -1; /* the walk's stack took it */
 	if (r < 0 || (r = cap_drain(c)) < 0)
 		goto out;
@@ -150,6 +155,7 @@ static int capture_tree(struct cap *c, const char *from, uint8_t *root)
 out:
 	if (fd >= 0)
 		close(fd);
+	cap_stat_ahead_free(c);
 	cap_centry_release(&ce);
 	node_dir_release(&od);
 	fbuf_release(&rb);

@@ -154,6 +154,11 @@ struct centry {
 	struct node_xattr *xa;
 	uint8_t *xabuf;
 	struct cfile *file;
+	/* a directory entry whose previous version was a directory too: that
+	 * version's node (the walk compares it with the new one) */
+	int have_old_child;
+	uint8_t old_child_type;
+	uint8_t old_child[FERRY_HASH_LEN];
 };
 
 /* A directory whose entries are all scanned; its node is built when its
@@ -165,12 +170,20 @@ struct cdir {
 	uint8_t *out_type, *out_hash; /* the parent's entry for it */
 	struct cdir *prev, *next;     /* pending directories, freed on errors */
 	int queued;                   /* its JOB_DIR_END is in a job: counted in cap.queued_ents */
+	/* its previous version's node (have_old), and whether every entry
+	 * matched that version's when the walk left it (same): then, if its
+	 * subdirectories' nodes come out unchanged too, the node is that one,
+	 * not encoded and hashed again */
+	int have_old, same;
+	uint8_t old_type;
+	uint8_t old_hash[FERRY_HASH_LEN];
 };
 
 /* A directory being scanned by the walk (see walk()). */
 struct cframe {
 	struct cdir *d;      /* its node, pending (owned by the pending list) */
 	char **names;        /* its entries, sorted */
+	unsigned char *types; /* their readdir d_type (DT_UNKNOWN when not told) */
 	size_t n, i;         /* how many; the next to capture */
 	struct node_dir old; /* its previous version, if have_old */
 	int have_old;
@@ -208,7 +221,21 @@ struct cap {
 	int have_base;
 	int64_t base_id;
 	uint8_t base_root[FERRY_HASH_LEN];
+	/* stat-ahead (walk.c): the lstat of the top frame's entries
+	 * [sa_lo, sa_hi) (sa_err: 0 or the errno), taken in one go on this
+	 * thread and sa_pl's worker */
+	struct stat *sa_st;
+	int *sa_err;
+	size_t sa_lo, sa_hi;
+	struct pipeline *sa_pl;
 };
+
+/* Entries of a directory lstat'ed in one go (at most; the run also ends
+ * at the first entry that may be a directory, which the walk descends
+ * into before it needs the next). */
+#define CAP_STAT_AHEAD 256
+/* A run at least this long is split with the stat-ahead worker. */
+#define CAP_STAT_SPLIT 16
 
 /* Entries of queued directories past which the walk waits for their
  * nodes (about 200 bytes each). A job holds up to JOB_ITEMS directory
@@ -287,13 +314,17 @@ int cap_current(struct cap *c, uint8_t *root) FERRY_WUR;
 int cap_dir_finish(struct cap *c, struct cdir *d) FERRY_WUR;
 /* Unlinks d from the pending list and frees it. */
 void cap_cdir_free(struct cap *c, struct cdir *d);
+/* The stat-ahead worker, when there is more than one CPU (walk.c):
+ * its pipeline and window; cap_stat_ahead_free gives them back. */
+int cap_stat_ahead_new(struct cap *c, unsigned threads) FERRY_WUR;
+void cap_stat_ahead_free(struct cap *c);
 /* Frees what a walk frame holds. */
 void cap_frame_release(struct cframe *f);
 /* Captures the tree below rootfd (the walk's stack takes it) into
  * *out_type / out_hash; old is the previous version of the root directory
- * (when have_old). */
-int cap_walk(struct cap *c, int rootfd, struct node_dir *old, int have_old,
-	     uint8_t *out_type, uint8_t *out_hash) FERRY_WUR;
+ * (when have_old), whose node is old_type / old_hash. */
+int cap_walk(struct cap *c, int rootfd, struct node_dir *old, int have_old, int old_type,
+	     const uint8_t *old_hash, uint8_t *out_type, uint8_t *out_hash) FERRY_WUR;
 
 /* ---- volume.c ----------------------------------------------------------------------- */
 

@@ -37,12 +37,19 @@ static const struct node_entry *old_find(const struct node_dir *old, const char 
 	return NULL;
 }
 
-static int name_cmp_qsort(const void *a, const void *b)
+struct dname {
+	char *name;
+	unsigned char type;
+};
+
+static int dname_cmp(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return strcmp(((const struct dname *)a)->name, ((const struct dname *)b)->name);
 }
 
-static int list_dir(int dirfd, char ***names, size_t *n)
+/* The entries of dirfd, sorted by name, into *names and (types not NULL)
+ * their readdir d_type into *types. */
+static int list_dir(int dirfd, char ***names, unsigned char **types, size_t *n)
 {
 	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
@@ -52,7 +59,9 @@ static int list_dir(int dirfd, char ***names, size_t *n)
 		close(fd);
 		return ferry_err_errno(errno, "cannot read directory");
 	}
-	char **v = NULL;
+	struct dname *v = NULL;
+	char **nv = NULL;
+	unsigned char *tv = NULL;
 	size_t cnt = 0, cap = 0;
 	int r = 0;
 	struct dirent *de;
@@ -62,31 +71,48 @@ static int list_dir(int dirfd, char ***names, size_t *n)
 			continue;
 		if ((r = VEC_GROW(v, cap, cnt, 64, "listing a directory")) < 0)
 			goto out;
-		if (!(v[cnt] = strdup(de->d_name))) {
+		if (!(v[cnt].name = strdup(de->d_name))) {
 			r = ferry_err(FERR_NOMEM, "listing a directory");
 			goto out;
 		}
+		v[cnt].type = de->d_type;
 		cnt++;
 		errno = 0;
 	}
-	if (errno)
+	if (errno) {
 		r = ferry_err_errno(errno, "cannot read directory");
+		goto out;
+	}
+	if (cnt) {
+		qsort(v, cnt, sizeof *v, dname_cmp);
+		/* a deep walk holds one listing per level: no growth slack */
+		if (!(nv = malloc(cnt * sizeof *nv)) || (types && !(tv = malloc(cnt)))) {
+			r = ferry_err(FERR_NOMEM, "listing a directory");
+			goto out;
+		}
+		for (size_t i = 0; i < cnt; i++) {
+			nv[i] = v[i].name;
+			if (tv)
+				tv[i] = v[i].type;
+		}
+	}
 out:
 	closedir(d);
 	if (r < 0) {
 		for (size_t i = 0; i < cnt; i++)
-			free(v[i]);
-		free(v);
+			free(v[i].name);
+		free(nv);
+		free(tv);
+		cnt = 0;
+		nv = NULL;
+		tv = NULL;
+	}
+	free(v);
+	if (r < 0)
 		return r;
-	}
-	if (cnt) {
-		qsort(v, cnt, sizeof *v, name_cmp_qsort);
-		/* a deep walk holds one listing per level: no growth slack */
-		char **nv = realloc(v, cnt * sizeof *v);
-		if (nv)
-			v = nv;
-	}
-	*names = v;
+	*names = nv;
+	if (types)
+		*types = tv;
 	*n = cnt;
 	return 0;
 }
@@ -116,7 +142,7 @@ static int too_deep(struct cap *c, int dirfd, const char *name, struct centry *c
 			close(fd);
 			return r;
 		}
-		if (list_dir(fd, &names, &n) < 0) {
+		if (list_dir(fd, &names, NULL, &n) < 0) {
 			ferry_err_clear();
 			n = 1; /* unreadable: it may hold anything */
 			names = NULL;
@@ -165,6 +191,9 @@ static int entry_dir(struct cap *c, int dirfd, const char *name, size_t level,
 			return r;
 		}
 		*have_od = 1;
+		ce->have_old_child = 1;
+		ce->old_child_type = oe->child_type;
+		memcpy(ce->old_child, oe->child, FERRY_HASH_LEN);
 	}
 	if ((r = cap_read_xattrs(c, fd, NULL, ce)) < 0) {
 		node_dir_release(od);
@@ -201,25 +230,26 @@ static int entry_symlink(struct cap *c, int dirfd, const char *name, const char 
 }
 
 /* Captures entry name of dirfd, at level (the root's entries are level 1),
- * into ce. Returns 1 to skip it, 2 for a directory to descend into: *subfd
- * is then its fd and *od its previous version (*have_od says if there is
- * one), both the caller's. */
+ * into ce; sb is its lstat, or err the errno of that lstat. Returns 1 to
+ * skip it, 2 for a directory to descend into: *subfd is then its fd and
+ * *od its previous version (*have_od says if there is one), both the
+ * caller's. */
 static int capture_entry(struct cap *c, int dirfd, const char *name, size_t level,
-			 const struct node_dir *old, struct centry *ce, int *subfd,
-			 struct node_dir *od, int *have_od)
+			 const struct stat *psb, int err, const struct node_dir *old,
+			 struct centry *ce, int *subfd, struct node_dir *od, int *have_od)
 {
-	struct stat sb;
 	char pp[64 + NAME_MAX];
-	if (fstatat(dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
-		if (errno == ENOENT) {
+	if (err) {
+		if (err == ENOENT) {
 			cap_warn(c, "vanished while being read; skipped", 0);
 			return 1;
 		}
 		char msg[160];
-		snprintf(msg, sizeof msg, "cannot stat: %s; skipped", strerror(errno));
+		snprintf(msg, sizeof msg, "cannot stat: %s; skipped", strerror(err));
 		cap_warn(c, msg, 1);
 		return 1;
 	}
+	struct stat sb = *psb;
 	if (strlen(name) > NODE_NAME_MAX) {
 		cap_warn(c, "name too long; skipped", 1);
 		return 1;
@@ -229,13 +259,13 @@ static int capture_entry(struct cap *c, int dirfd, const char *name, size_t leve
 	ce->e.name = (const uint8_t *)ce->name;
 	ce->e.name_len = strlen(name);
 	const struct node_entry *oe = old_find(old, name);
-	snprintf(pp, sizeof pp, "/proc/self/fd/%d/%s", dirfd, name);
 	switch (sb.st_mode & S_IFMT) {
 	case S_IFREG:
 		return cap_file(c, dirfd, name, &sb, oe, ce);
 	case S_IFDIR:
 		return entry_dir(c, dirfd, name, level, &sb, oe, ce, subfd, od, have_od);
 	case S_IFLNK:
+		snprintf(pp, sizeof pp, "/proc/self/fd/%d/%s", dirfd, name);
 		return entry_symlink(c, dirfd, name, pp, &sb, ce);
 	case S_IFIFO:
 	case S_IFCHR:
@@ -248,6 +278,7 @@ static int capture_entry(struct cap *c, int dirfd, const char *name, size_t leve
 			ce->e.rdev_minor = minor(sb.st_rdev);
 		}
 		c->st->specials++;
+		snprintf(pp, sizeof pp, "/proc/self/fd/%d/%s", dirfd, name);
 		return cap_read_xattrs(c, -1, pp, ce);
 	case S_IFSOCK:
 		cap_warn(c, "socket ignored", 0);
@@ -274,10 +305,34 @@ void cap_cdir_free(struct cap *c, struct cdir *d)
 	free(d);
 }
 
+/* 1 when d's node is its previous version's: every entry matched that
+ * version's when the walk left d (d->same), and each subdirectory's node
+ * came out as its previous one. */
+static int dir_unchanged(const struct cdir *d)
+{
+	if (!d->same)
+		return 0;
+	for (size_t i = 0; i < d->n; i++) {
+		const struct centry *ce = &d->ents[i];
+		if (ce->e.ftype == NODE_F_DIR &&
+		    (ce->e.child_type != ce->old_child_type ||
+		     memcmp(ce->e.child, ce->old_child, FERRY_HASH_LEN)))
+			return 0;
+	}
+	return 1;
+}
+
 int cap_dir_finish(struct cap *c, struct cdir *d)
 {
 	struct node_dir_builder b;
 	int r = 0, t;
+	if (dir_unchanged(d)) {
+		/* the same entries encode to the same node, which the pool has */
+		*d->out_type = d->old_type;
+		memcpy(d->out_hash, d->old_hash, FERRY_HASH_LEN);
+		cap_cdir_free(c, d);
+		return 0;
+	}
 	node_dir_builder_init(&b, cap_put_node, c);
 	for (size_t i = 0; i < d->n && r == 0; i++) {
 		struct centry *ce = &d->ents[i];
@@ -296,6 +351,101 @@ int cap_dir_finish(struct cap *c, struct cdir *d)
 	return r;
 }
 
+/* ---- stat-ahead ----------------------------------------------------------------------
+ * An unchanged tree costs its walk and a lstat of every entry, and the
+ * lstats are most of it. So the walk lstats a run of a directory's
+ * entries in one go, the second half of a long run on a worker of its
+ * own while this thread takes the first: the two cores an unchanged
+ * capture otherwise leaves to one. A run ends at the first entry that may
+ * be a directory (by readdir's d_type), since the walk descends into it
+ * before it needs the next: no lstat is taken twice or wasted. */
+
+struct sajob {
+	int dirfd;
+	char *const *names;
+	struct stat *st;
+	int *err;
+	size_t n;
+};
+
+static void sa_stat(int dirfd, char *const *names, struct stat *st, int *err, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		err[i] = fstatat(dirfd, names[i], &st[i], AT_SYMLINK_NOFOLLOW) ? errno : 0;
+}
+
+static int sa_run(void *job, void *ctx)
+{
+	struct sajob *j = job;
+	(void)ctx;
+	sa_stat(j->dirfd, j->names, j->st, j->err, j->n);
+	return 0;
+}
+
+static int sa_done(void *job, int res, void *ctx)
+{
+	(void)job;
+	(void)ctx;
+	return res;
+}
+
+static const struct pipeline_ops sa_ops = {sa_run, sa_done, NULL, NULL};
+
+int cap_stat_ahead_new(struct cap *c, unsigned threads)
+{
+	c->sa_lo = c->sa_hi = 0;
+	if (!(c->sa_st = malloc(CAP_STAT_AHEAD * sizeof *c->sa_st)) ||
+	    !(c->sa_err = malloc(CAP_STAT_AHEAD * sizeof *c->sa_err)))
+		return ferry_err(FERR_NOMEM, "capturing a tree");
+	if (threads < 2)
+		return 0;
+	return pipeline_new(&c->sa_pl, 1, 1, sizeof(struct sajob), &sa_ops, c);
+}
+
+void cap_stat_ahead_free(struct cap *c)
+{
+	pipeline_free(c->sa_pl);
+	c->sa_pl = NULL;
+	free(c->sa_st);
+	free(c->sa_err);
+	c->sa_st = NULL;
+	c->sa_err = NULL;
+}
+
+/* Makes the window hold the lstat of f's entry f->i: the run from it to
+ * the next entry that may be a directory (CAP_STAT_AHEAD at most). */
+static int sa_fill(struct cap *c, struct cframe *f, int dirfd)
+{
+	size_t lo = f->i, hi = lo;
+	while (hi < f->n && hi - lo < CAP_STAT_AHEAD) {
+		unsigned char t = f->types ? f->types[hi] : DT_UNKNOWN;
+		hi++;
+		if (t == DT_DIR || t == DT_UNKNOWN)
+			break;
+	}
+	size_t n = hi - lo, half = n / 2;
+	void *jv;
+	int r;
+	c->sa_lo = c->sa_hi = 0;
+	if (!c->sa_pl || n < CAP_STAT_SPLIT) {
+		sa_stat(dirfd, f->names + lo, c->sa_st, c->sa_err, n);
+	} else {
+		if ((r = pipeline_job(c->sa_pl, &jv)) < 0)
+			return r;
+		struct sajob *j = jv;
+		*j = (struct sajob){dirfd, f->names + lo + half, c->sa_st + half,
+				    c->sa_err + half, n - half};
+		if ((r = pipeline_submit(c->sa_pl, j)) < 0)
+			return r;
+		sa_stat(dirfd, f->names + lo, c->sa_st, c->sa_err, half);
+		if ((r = pipeline_drain(c->sa_pl)) < 0)
+			return r;
+	}
+	c->sa_lo = lo;
+	c->sa_hi = hi;
+	return 0;
+}
+
 /* ---- the walk ------------------------------------------------------------------------
  * Iterative, so a tree of any depth costs heap, not stack: one frame per
  * directory being scanned (its sorted names, its previous version, its
@@ -307,16 +457,19 @@ void cap_frame_release(struct cframe *f)
 	for (size_t i = 0; i < f->n; i++)
 		free(f->names[i]);
 	free(f->names);
+	free(f->types);
 	f->names = NULL;
+	f->types = NULL;
 	f->n = f->i = 0;
 	node_dir_release(&f->old);
 }
 
 /* Descends into directory fd (named name in the current top; the stack
- * takes fd), whose previous version *od (if have_od) the frame takes: its
- * node lands in *out_type / out_hash once its files are done. */
+ * takes fd), whose previous version *od (if have_od, its node old_type /
+ * old_hash) the frame takes: its node lands in *out_type / out_hash once
+ * its files are done. */
 static int frame_push(struct cap *c, int fd, const char *name, struct node_dir *od, int have_od,
-		      uint8_t *out_type, uint8_t *out_hash)
+		      int old_type, const uint8_t *old_hash, uint8_t *out_type, uint8_t *out_hash)
 {
 	struct cframe *f;
 	int r;
@@ -328,6 +481,7 @@ static int frame_push(struct cap *c, int fd, const char *name, struct node_dir *
 	}
 	f = &c->frames[c->nframes++];
 	memset(f, 0, sizeof *f);
+	c->sa_lo = c->sa_hi = 0; /* the window is the top frame's */
 	if (have_od) {
 		f->old = *od;
 		f->have_old = 1;
@@ -341,12 +495,17 @@ static int frame_push(struct cap *c, int fd, const char *name, struct node_dir *
 		return ferry_err(FERR_NOMEM, "capturing a directory");
 	d->out_type = out_type;
 	d->out_hash = out_hash;
+	if (have_od && old_hash) {
+		d->have_old = 1;
+		d->old_type = (uint8_t)old_type;
+		memcpy(d->old_hash, old_hash, FERRY_HASH_LEN);
+	}
 	d->next = c->pending;
 	if (c->pending)
 		c->pending->prev = d;
 	c->pending = d;
 	f->d = d;
-	if ((r = list_dir(dirstack_fd(&c->dirs), &f->names, &f->n)) < 0) {
+	if ((r = list_dir(dirstack_fd(&c->dirs), &f->names, &f->types, &f->n)) < 0) {
 		char msg[300];
 		/* only what the source refused is a warning: ferry's own want
 		 * of memory would record a full directory empty */
@@ -356,11 +515,58 @@ static int frame_push(struct cap *c, int fd, const char *name, struct node_dir *
 		ferry_err_clear();
 		cap_warn(c, msg, 1);
 		f->names = NULL;
+		f->types = NULL;
 		f->n = 0;
 	}
 	if (f->n && !(d->ents = calloc(f->n, sizeof *d->ents)))
 		return ferry_err(FERR_NOMEM, "capturing a directory");
 	return 0;
+}
+
+static int bytes_same(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
+{
+	return an == bn && (!an || !memcmp(a, b, an));
+}
+
+/* 1 when new entry ce encodes as old entry oe does, but for a
+ * directory's node (compared once it is built: dir_unchanged). */
+static int entry_same(const struct centry *ce, const struct node_entry *oe)
+{
+	const struct node_entry *e = &ce->e;
+	if (ce->file || !bytes_same(e->name, e->name_len, oe->name, oe->name_len) ||
+	    e->ftype != oe->ftype || e->mode != oe->mode || e->uid != oe->uid ||
+	    e->gid != oe->gid || e->mtime_sec != oe->mtime_sec ||
+	    e->mtime_nsec != oe->mtime_nsec || e->ctime_sec != oe->ctime_sec ||
+	    e->ctime_nsec != oe->ctime_nsec || e->ino != oe->ino || e->size != oe->size ||
+	    e->rdev_major != oe->rdev_major || e->rdev_minor != oe->rdev_minor ||
+	    e->link_id != oe->link_id ||
+	    !bytes_same(e->target, e->target_len, oe->target, oe->target_len) ||
+	    e->nxattr != oe->nxattr)
+		return 0;
+	for (size_t i = 0; i < e->nxattr; i++)
+		if (!bytes_same(e->xattrs[i].name, e->xattrs[i].name_len, oe->xattrs[i].name,
+				oe->xattrs[i].name_len) ||
+		    !bytes_same(e->xattrs[i].value, e->xattrs[i].value_len, oe->xattrs[i].value,
+				oe->xattrs[i].value_len))
+			return 0;
+	if (e->ftype == NODE_F_DIR)
+		return ce->have_old_child && ce->old_child_type == oe->child_type &&
+		       !memcmp(ce->old_child, oe->child, FERRY_HASH_LEN);
+	/* as cap_dir_finish will write it */
+	uint8_t t = e->ftype == NODE_F_REG && e->size == 0 ? 0 : e->child_type;
+	return t == oe->child_type && (!t || !memcmp(e->child, oe->child, FERRY_HASH_LEN));
+}
+
+/* 1 when every entry of d matches its previous version old's, one for
+ * one (subdirectories' nodes aside). */
+static int dir_same(const struct cdir *d, const struct node_dir *old)
+{
+	if (d->n != old->n)
+		return 0;
+	for (size_t i = 0; i < d->n; i++)
+		if (!entry_same(&d->ents[i], &old->ents[i]))
+			return 0;
+	return 1;
 }
 
 /* Leaves the top directory: its node is queued (built in order, after the
@@ -372,6 +578,7 @@ static int frame_pop(struct cap *c)
 	int r;
 	if ((r = cap_cur_job(c, 0, &j)) < 0)
 		return r;
+	f->d->same = f->d->have_old && f->have_old && dir_same(f->d, &f->old);
 	struct item *it = &j->items[j->n++];
 	memset(it, 0, sizeof *it);
 	it->kind = JOB_DIR_END;
@@ -381,6 +588,7 @@ static int frame_pop(struct cap *c)
 	f->d = NULL;
 	cap_frame_release(f);
 	c->nframes--;
+	c->sa_lo = c->sa_hi = 0;
 	/* memory stays flat whatever the tree: past the bound, the queued
 	 * directories' nodes are built before the walk goes on */
 	if (c->queued_ents > CAP_QUEUED_ENTS && (r = cap_drain(c)) < 0)
@@ -418,11 +626,12 @@ static int frame_pop(struct cap *c)
 
 /* Captures the tree below rootfd (the stack takes it) into *out_type /
  * out_hash; old is the previous version of the root directory. */
-int cap_walk(struct cap *c, int rootfd, struct node_dir *old, int have_old,
-	     uint8_t *out_type, uint8_t *out_hash)
+int cap_walk(struct cap *c, int rootfd, struct node_dir *old, int have_old, int old_type,
+	     const uint8_t *old_hash, uint8_t *out_type, uint8_t *out_hash)
 {
 	int r;
-	if ((r = frame_push(c, rootfd, NULL, old, have_old, out_type, out_hash)) < 0)
+	if ((r = frame_push(c, rootfd, NULL, old, have_old, old_type, old_hash, out_type,
+			    out_hash)) < 0)
 		return r;
 	while (c->nframes) {
 		struct cframe *f = &c->frames[c->nframes - 1];
@@ -431,6 +640,10 @@ int cap_walk(struct cap *c, int rootfd, struct node_dir *old, int have_old,
 				return r;
 			continue;
 		}
+		if ((f->i < c->sa_lo || f->i >= c->sa_hi) &&
+		    (r = sa_fill(c, f, dirstack_fd(&c->dirs))) < 0)
+			return r;
+		size_t k = f->i - c->sa_lo;
 		const char *name = f->names[f->i++];
 		struct cdir *d = f->d;
 		struct centry *ce = &d->ents[d->n];
@@ -441,8 +654,9 @@ int cap_walk(struct cap *c, int rootfd, struct node_dir *old, int have_old,
 		if ((c->path.len && (r = fbuf_putc(&c->path, '/')) < 0) ||
 		    (r = fbuf_append(&c->path, name, strlen(name))) < 0)
 			return r;
-		r = capture_entry(c, dirstack_fd(&c->dirs), name, c->nframes,
-				  f->have_old ? &f->old : NULL, ce, &subfd, &od, &have_od);
+		r = capture_entry(c, dirstack_fd(&c->dirs), name, c->nframes, &c->sa_st[k],
+				  c->sa_err[k], f->have_old ? &f->old : NULL, ce, &subfd, &od,
+				  &have_od);
 		if (r < 0) {
 			cap_centry_release(ce); /* not counted in d->n: cdir_free skips it */
 			return r;
@@ -455,8 +669,9 @@ int cap_walk(struct cap *c, int rootfd, struct node_dir *old, int have_old,
 		d->n++;
 		if (r == 2) {
 			/* f may move: the frames array grows */
-			if ((r = frame_push(c, subfd, name, &od, have_od, &ce->e.child_type,
-					    ce->e.child)) < 0)
+			if ((r = frame_push(c, subfd, name, &od, have_od, ce->old_child_type,
+					    ce->have_old_child ? ce->old_child : NULL,
+					    &ce->e.child_type, ce->e.child)) < 0)
 				return r;
 			continue;
 		}
