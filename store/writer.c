@@ -77,15 +77,9 @@ struct store_writer {
 		*st_any_new, *st_node_main, *st_ins_node, *st_ref_main;
 };
 
-/* Debian's SQLite is built with SECURE_DELETE: every freed page is
- * zeroed, so it goes into the rollback journal first. The TEMP database
- * keeps its journal in memory (store/catalog.c), and clearing a writer's
- * pending rows after a commit (writer_clear) freed every page of them: the
- * journal held a copy of the whole of them, 27 MiB for a 100,000-file
- * receive, growing with the stream. TEMP rows are this process's own
- * scratch, gone when it closes: nothing to scrub. */
+/* The writer's pending rows, in TEMP tables (no zeroing of their freed
+ * pages: see cat_open's pragmas in store/catalog.c). */
 static const char temp_schema[] =
-	"PRAGMA temp.secure_delete=OFF;"
 	"CREATE TEMP TABLE IF NOT EXISTS w_new(hash BLOB NOT NULL, codec INTEGER NOT NULL,"
 	"  level INTEGER NOT NULL, pack TEXT NOT NULL, offset INTEGER NOT NULL,"
 	"  psize INTEGER NOT NULL, lsize INTEGER NOT NULL,"

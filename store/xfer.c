@@ -99,10 +99,8 @@ int store_hset_new(struct store_pool *p, int batch, struct store_hset **out)
 	snprintf(s->table, sizeof s->table, "temp.xset_%u",
 		 __atomic_add_fetch(&hset_serial, 1, __ATOMIC_RELAXED));
 	snprintf(sql, sizeof sql,
-		 /* no zeroing of freed TEMP pages, which journals them all
-		  * in memory when the set is dropped: see temp_schema in
-		  * store/writer.c */
-		 "PRAGMA temp.secure_delete=OFF;"
+		 /* freed TEMP pages are not zeroed (cat_open's pragmas in
+		  * store/catalog.c), so dropping the set journals none */
 		 "CREATE TEMP TABLE IF NOT EXISTS %s(k BLOB PRIMARY KEY, v INTEGER NOT NULL)"
 		 " WITHOUT ROWID; DELETE FROM %s;", s->table + 5, s->table);
 	if ((r = cat_exec(p, sql)) < 0)
