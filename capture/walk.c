@@ -235,7 +235,7 @@ static int entry_symlink(struct cap *c, int dirfd, const char *name, const char 
  * *od its previous version (*have_od says if there is one), both the
  * caller's. */
 static int capture_entry(struct cap *c, int dirfd, const char *name, size_t level,
-			 const struct stat *psb, int err, const struct node_dir *old,
+			 const struct stat *sb, int err, const struct node_dir *old,
 			 struct centry *ce, int *subfd, struct node_dir *od, int *have_od)
 {
 	char pp[64 + NAME_MAX];
@@ -249,7 +249,6 @@ static int capture_entry(struct cap *c, int dirfd, const char *name, size_t leve
 		cap_warn(c, msg, 1);
 		return 1;
 	}
-	struct stat sb = *psb;
 	if (strlen(name) > NODE_NAME_MAX) {
 		cap_warn(c, "name too long; skipped", 1);
 		return 1;
@@ -259,23 +258,23 @@ static int capture_entry(struct cap *c, int dirfd, const char *name, size_t leve
 	ce->e.name = (const uint8_t *)ce->name;
 	ce->e.name_len = strlen(name);
 	const struct node_entry *oe = old_find(old, name);
-	switch (sb.st_mode & S_IFMT) {
+	switch (sb->st_mode & S_IFMT) {
 	case S_IFREG:
-		return cap_file(c, dirfd, name, &sb, oe, ce);
+		return cap_file(c, dirfd, name, sb, oe, ce);
 	case S_IFDIR:
-		return entry_dir(c, dirfd, name, level, &sb, oe, ce, subfd, od, have_od);
+		return entry_dir(c, dirfd, name, level, sb, oe, ce, subfd, od, have_od);
 	case S_IFLNK:
 		snprintf(pp, sizeof pp, "/proc/self/fd/%d/%s", dirfd, name);
-		return entry_symlink(c, dirfd, name, pp, &sb, ce);
+		return entry_symlink(c, dirfd, name, pp, sb, ce);
 	case S_IFIFO:
 	case S_IFCHR:
 	case S_IFBLK:
-		cap_entry_from_stat(&ce->e, &sb);
-		ce->e.ftype = S_ISFIFO(sb.st_mode) ? NODE_F_FIFO
-			      : S_ISCHR(sb.st_mode) ? NODE_F_CHR : NODE_F_BLK;
-		if (!S_ISFIFO(sb.st_mode)) {
-			ce->e.rdev_major = major(sb.st_rdev);
-			ce->e.rdev_minor = minor(sb.st_rdev);
+		cap_entry_from_stat(&ce->e, sb);
+		ce->e.ftype = S_ISFIFO(sb->st_mode) ? NODE_F_FIFO
+			      : S_ISCHR(sb->st_mode) ? NODE_F_CHR : NODE_F_BLK;
+		if (!S_ISFIFO(sb->st_mode)) {
+			ce->e.rdev_major = major(sb->st_rdev);
+			ce->e.rdev_minor = minor(sb->st_rdev);
 		}
 		c->st->specials++;
 		snprintf(pp, sizeof pp, "/proc/self/fd/%d/%s", dirfd, name);
@@ -549,9 +548,8 @@ static int entry_same(const struct centry *ce, const struct node_entry *oe)
 		    !bytes_same(e->xattrs[i].value, e->xattrs[i].value_len, oe->xattrs[i].value,
 				oe->xattrs[i].value_len))
 			return 0;
-	if (e->ftype == NODE_F_DIR)
-		return ce->have_old_child && ce->old_child_type == oe->child_type &&
-		       !memcmp(ce->old_child, oe->child, FERRY_HASH_LEN);
+	if (e->ftype == NODE_F_DIR) /* old_child is oe's child (entry_dir) */
+		return ce->have_old_child;
 	/* as cap_dir_finish will write it */
 	uint8_t t = e->ftype == NODE_F_REG && e->size == 0 ? 0 : e->child_type;
 	return t == oe->child_type && (!t || !memcmp(e->child, oe->child, FERRY_HASH_LEN));
@@ -578,7 +576,7 @@ static int frame_pop(struct cap *c)
 	int r;
 	if ((r = cap_cur_job(c, 0, &j)) < 0)
 		return r;
-	f->d->same = f->d->have_old && f->have_old && dir_same(f->d, &f->old);
+	f->d->same = f->d->have_old && dir_same(f->d, &f->old); /* have_old: f->old too */
 	struct item *it = &j->items[j->n++];
 	memset(it, 0, sizeof *it);
 	it->kind = JOB_DIR_END;
