@@ -196,7 +196,8 @@ static const char schema_snap[] =
 int cat_schema_create(struct store_pool *p)
 {
 	int r = cat_exec(p, schema);
-	if (r < 0 || (r = cat_exec(p, schema_snap)) < 0 || (r = cat_exec(p, life_schema_sql())) < 0)
+	if (r < 0 || (r = cat_exec(p, schema_snap)) < 0 || (r = cat_exec(p, life_schema_sql())) < 0 ||
+	    (r = cat_exec(p, census_schema_sql())) < 0)
 		return r;
 	return cat_exec(p, life_view_sql());
 }
@@ -212,6 +213,9 @@ int cat_schema_snap(struct store_pool *p)
 		have = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
 	if (!have && !(p->flags & STORE_OPEN_RDONLY) && (r = cat_exec(p, schema_snap)) < 0)
+		return r;
+	/* the census (census.c), which pools made before it lack */
+	if (!(p->flags & STORE_OPEN_RDONLY) && (r = cat_exec(p, census_schema_sql())) < 0)
 		return r;
 	/* a pool made before ds_refs: its snap_blocks converted (one
 	 * transaction), or read through a TEMP view when open read-only */

@@ -112,7 +112,7 @@ static int seed_from_base(struct store_pool *p, int64_t base_id)
  * figures: referenced and logicalreferenced the predecessor's corrected
  * by what was born and what died, written what was born. */
 static int snap_link_blocks(struct store_pool *p, const struct store_ds *ds, int64_t id,
-			    int64_t txg, uint64_t *referenced)
+			    int64_t txg, const uint8_t root[FERRY_HASH_LEN], uint64_t *referenced)
 {
 	sqlite3_stmt *st = NULL;
 	int64_t nrefs = 0, nlinked = 0, prev = 0, prev_txg = 0, base[2] = {0, 0};
@@ -158,7 +158,8 @@ static int snap_link_blocks(struct store_pool *p, const struct store_ds *ds, int
 				 (long long)(nrefs - nlinked));
 	uint64_t ref = 0, lref = 0;
 	if (delta) {
-		if ((r = life_apply_delta(p, ds->id, txg, born, gone)) < 0)
+		if ((r = life_apply_delta(p, ds->id, txg, born, gone)) < 0 ||
+		    (r = census_commit(p, ds->id, root)) < 0)
 			return r;
 		ref = (uint64_t)(base[0] + born[0] - gone[0]);
 		lref = (uint64_t)(base[1] + born[1] - gone[1]);
@@ -236,7 +237,7 @@ int snap_record(struct store_pool *p, const struct store_ds *ds, const char *nam
 	int r;
 	if ((r = ds_still_named(p, ds)) < 0 ||
 	    (r = snap_insert(p, ds, name, root, guid, creation_ns, id, &txg)) < 0 ||
-	    (r = snap_link_blocks(p, ds, *id, (int64_t)txg, &referenced)) < 0)
+	    (r = snap_link_blocks(p, ds, *id, (int64_t)txg, root, &referenced)) < 0)
 		return r;
 	return store_quota_check(p, ds, referenced); /* quota.c */
 }

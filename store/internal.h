@@ -50,6 +50,12 @@ struct store_pool {
 	 * blocks in temp.r_gone (0: w_refs is the whole set); reset whenever
 	 * w_refs is emptied (writer.c) */
 	int64_t life_base, life_ds;
+	/* census.c: the change to dataset census_ds's counts that the writer's
+	 * snapshot makes (from the tree census_base to census_root), pending
+	 * in TEMP tables until the commit applies it; reset with life_base */
+	int census_mode; /* enum census_mode */
+	int64_t census_ds;
+	uint8_t census_base[FERRY_HASH_LEN], census_root[FERRY_HASH_LEN];
 };
 
 /* The catalogue's SQLite VFS (catvfs.c): registers it (idempotent). */
@@ -424,6 +430,39 @@ int snap_figures(struct store_pool *p, int64_t snap_id, uint64_t *pbytes, uint64
  * inside the caller's transaction when there is one (scrub.c; repair.c
  * writes them too). */
 int scrub_tables_create(struct store_pool *p) FERRY_WUR;
+
+/* ---- census.c: the newest tree's reference counts per dataset ------------- */
+enum census_mode {
+	CENSUS_NONE,  /* nothing pending */
+	CENSUS_DELTA, /* the base's counts, changed to the new tree's */
+	CENSUS_FULL,  /* the new tree's counts, from nothing */
+	CENSUS_DROP,  /* the base's rows proved wrong: the commit drops them */
+};
+/* The census tables (CREATE IF NOT EXISTS), for a writable open. */
+const char *census_schema_sql(void);
+/* Counts the new tree root of dataset ds_id into the writer's TEMP tables:
+ * as a change to the stored counts when they describe base_root, else,
+ * when need, from nothing (a walk of the whole tree). *ready 1 when the
+ * counts of the new tree can be asked (census_drop_live); 0 when there
+ * are none (no stored counts and no need, or stored ones that proved
+ * wrong: the commit then drops them). */
+int census_prepare(struct store_writer *w, int64_t ds_id, const uint8_t base_root[FERRY_HASH_LEN],
+		   const uint8_t root[FERRY_HASH_LEN], int need, int *ready) FERRY_WUR;
+/* Deletes from temp.r_gone (refs.c) every block the new tree still names,
+ * after census_prepare made it ready. */
+int census_drop_live(struct store_pool *p) FERRY_WUR;
+/* Inside the commit's transaction of dataset ds_id's snapshot of tree
+ * root: applies what census_prepare counted, if it counted that tree for
+ * that dataset from rows that still describe its base (else nothing). */
+int census_commit(struct store_pool *p, int64_t ds_id, const uint8_t root[FERRY_HASH_LEN]) FERRY_WUR;
+/* Inside a transaction that destroyed snapshots of dataset ds_id: its
+ * rows follow the newest snapshot left (a change from the tree they
+ * described, whose nodes gc has not taken yet), or go. */
+int census_follow(struct store_pool *p, int64_t ds_id) FERRY_WUR;
+/* Forgets a pending change (the writer's rows were cleared). */
+void census_forget(struct store_pool *p);
+/* Deletes dataset ds_id's counts (it is being destroyed). */
+int census_destroy(struct store_pool *p, int64_t ds_id) FERRY_WUR;
 
 /* node.c, for gc.c and recover.c: calls fn(arg, 0, hash) for every node
  * the node (type, b, len) names (directory children, index chunks and

@@ -134,7 +134,8 @@ static int destroy_contents(struct store_pool *p, const struct store_ds *ds)
 {
 	int r;
 	if ((r = cat_exec_i64(p, "DELETE FROM bookmarks WHERE ds_id = ?", ds->id)) < 0 ||
-	    (r = cat_exec_i64(p, "DELETE FROM ds_refs WHERE ds_id = ?", ds->id)) < 0)
+	    (r = cat_exec_i64(p, "DELETE FROM ds_refs WHERE ds_id = ?", ds->id)) < 0 ||
+	    (r = census_destroy(p, ds->id)) < 0)
 		return r;
 	return cat_exec_i64(p, "DELETE FROM snapshots WHERE ds_id = ?", ds->id);
 }

@@ -459,7 +459,17 @@ int store_writer_refs_since(struct store_writer *w, int64_t base_id,
 					     " AND f.level = s.level)")) < 0 ||
 		    (r = count_gone(&x, &n)) < 0)
 			goto out;
-		if (n) {
+		/* the dataset's census (census.c) says which are still named,
+		 * kept up to date here whenever it describes the base, built
+		 * from the new tree when there is none and it is needed; with
+		 * none, the walk */
+		int ready = 0;
+		if (delta && (r = census_prepare(w, ds_id, base_root, root, n > 0, &ready)) < 0)
+			goto out;
+		if (n && ready) {
+			if ((r = writer_batch_op(w)) < 0 || (r = census_drop_live(p)) < 0)
+				goto out;
+		} else if (n) {
 			x.left = n;
 			if ((r = fill_filter(&x)) < 0 || (r = walk_kept(&x, 1, SIDE_LIVE)) < 0)
 				goto out;

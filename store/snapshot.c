@@ -389,6 +389,14 @@ int store_snap_destroy(struct store_pool *p, const struct store_snap *list, size
 	for (size_t i = n; i-- > 0;)
 		if ((r = life_destroy(p, list[i].id)) < 0)
 			goto fail;
+	/* each dataset's census follows its newest snapshot (census.c) */
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
+		while (k < i && list[k].ds_id != list[i].ds_id)
+			k++;
+		if (k == i && (r = census_follow(p, list[i].ds_id)) < 0)
+			goto fail;
+	}
 	return store_tx_commit(p);
 fail:
 	store_tx_rollback(p);

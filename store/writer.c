@@ -251,6 +251,7 @@ int store_writer_new(struct store_pool *p, struct store_writer **out)
 	if ((r = cat_exec(p, temp_schema)) < 0)
 		goto fail;
 	p->life_base = 0; /* w_refs is empty: the whole set of nothing yet */
+	census_forget(p);
 	if ((r = cat_prepare(p, "SELECT 1 FROM main.blocks WHERE hash = ? AND codec = ? AND level = ?",
 			     &w->st_has_main)) < 0 ||
 	    (r = cat_prepare(p, "SELECT 1 FROM temp.w_new WHERE hash = ? AND codec = ? AND level = ?",
@@ -724,6 +725,7 @@ static void writer_clear(struct store_writer *w)
 	int r = cat_exec(w->p, "DELETE FROM temp.w_new; DELETE FROM temp.w_nodes;"
 			       " DELETE FROM temp.w_refs;");
 	w->p->life_base = 0; /* no change to a base pending any more */
+	census_forget(w->p);
 	if (r < 0) {
 		writer_break(w, r, "the writer's committed rows cannot be cleared");
 		ferry_err_clear(); /* what was asked is done */

@@ -248,6 +248,129 @@ static void check_ds(const struct store_ds *ds, int step)
 	free(all.h);
 }
 
+/* ---- the census (census.c) against brute force ---- */
+
+struct counted {
+	uint8_t h[FERRY_HASH_LEN];
+	int block;
+};
+
+struct census_walk {
+	struct hset todo, seen;
+	struct counted *v;
+	size_t n, cap;
+};
+
+static int census_child(void *arg, int is_block, const uint8_t *h)
+{
+	struct census_walk *w = arg;
+	if (w->n == w->cap) {
+		w->cap = w->cap ? 2 * w->cap : 64;
+		w->v = realloc(w->v, w->cap * sizeof *w->v);
+		assert_non_null(w->v);
+	}
+	memcpy(w->v[w->n].h, h, FERRY_HASH_LEN);
+	w->v[w->n++].block = is_block;
+	if (!is_block)
+		hs_add(&w->todo, h);
+	return 0;
+}
+
+static int counted_cmp(const void *a, const void *b)
+{
+	const struct counted *x = a, *y = b;
+	if (x->block != y->block)
+		return x->block - y->block;
+	return memcmp(x->h, y->h, FERRY_HASH_LEN);
+}
+
+/* If the census of ds describes a tree, its rows must be that tree's
+ * counts: every node reachable from its root, named n times by the
+ * distinct reachable nodes (the root once more), every block n times by
+ * the distinct reachable blocklists; nothing else. Returns 1 when ds had
+ * a census. */
+static int check_census(const struct store_ds *ds, int step)
+{
+	struct census_walk w;
+	sqlite3_stmt *st = NULL, *rd = NULL;
+	uint8_t root[FERRY_HASH_LEN];
+	memset(&w, 0, sizeof w);
+	/* rows for a tree no snapshot has any more wait for a rebuild; gc
+	 * may have taken that tree's nodes */
+	assert_int_equal(sqlite3_prepare_v2(P->db, "SELECT c.root FROM census_state c WHERE"
+					    " c.ds_id = ?1 AND EXISTS (SELECT 1 FROM snapshots s WHERE"
+					    " s.ds_id = ?1 AND s.root = c.root)", -1, &st, NULL),
+			 SQLITE_OK);
+	sqlite3_bind_int64(st, 1, ds->id);
+	int s = sqlite3_step(st);
+	if (s == SQLITE_DONE) {
+		sqlite3_finalize(st);
+		return 0;
+	}
+	assert_int_equal(s, SQLITE_ROW);
+	assert_int_equal(sqlite3_column_bytes(st, 0), FERRY_HASH_LEN);
+	memcpy(root, sqlite3_column_blob(st, 0), FERRY_HASH_LEN);
+	sqlite3_finalize(st);
+	assert_int_equal(sqlite3_prepare_v2(P->db, "SELECT type, data FROM nodes WHERE hash = ?", -1,
+					    &rd, NULL), SQLITE_OK);
+	census_child(&w, 0, root);
+	while (w.todo.n) {
+		uint8_t h[FERRY_HASH_LEN];
+		int dup = 0;
+		memcpy(h, w.todo.h[--w.todo.n], FERRY_HASH_LEN);
+		for (size_t i = 0; i < w.seen.n && !dup; i++)
+			dup = !memcmp(w.seen.h[i], h, FERRY_HASH_LEN);
+		if (dup)
+			continue;
+		hs_add(&w.seen, h);
+		sqlite3_reset(rd);
+		sqlite3_bind_blob(rd, 1, h, FERRY_HASH_LEN, SQLITE_STATIC);
+		assert_int_equal(sqlite3_step(rd), SQLITE_ROW);
+		int type = sqlite3_column_int(rd, 0);
+		const uint8_t *d = sqlite3_column_blob(rd, 1);
+		size_t len = (size_t)sqlite3_column_bytes(rd, 1);
+		assert_int_equal(node_children(type, d ? d : (const uint8_t *)"", len, 1, census_child,
+					       &w), 0);
+	}
+	sqlite3_finalize(rd);
+	if (w.n)
+		qsort(w.v, w.n, sizeof *w.v, counted_cmp);
+	/* the rows, blocks after nodes as counted_cmp orders them */
+	assert_int_equal(sqlite3_prepare_v2(P->db, "SELECT 0, hash, n FROM census_nodes WHERE ds_id = ?1"
+					    " UNION ALL SELECT 1, hash, n FROM census_blocks WHERE"
+					    " ds_id = ?1 ORDER BY 1, 2", -1, &st, NULL), SQLITE_OK);
+	sqlite3_bind_int64(st, 1, ds->id);
+	size_t i = 0, rows = 0;
+	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+		int block = sqlite3_column_int(st, 0);
+		const uint8_t *h = sqlite3_column_blob(st, 1);
+		int64_t n = sqlite3_column_int64(st, 2), want = 0;
+		assert_int_equal(sqlite3_column_bytes(st, 1), FERRY_HASH_LEN);
+		rows++;
+		while (i < w.n && (w.v[i].block < block ||
+				   (w.v[i].block == block && memcmp(w.v[i].h, h, FERRY_HASH_LEN) < 0)))
+			i++; /* named, not in the rows: the count check below fails */
+		for (; i < w.n && w.v[i].block == block && !memcmp(w.v[i].h, h, FERRY_HASH_LEN); i++)
+			want++;
+		if (n != want)
+			fail_msg("seed %u step %d: %s: the census counts a %s %lld times, its tree %lld",
+				 seed, step, ds->name, block ? "block" : "node", (long long)n,
+				 (long long)want);
+	}
+	assert_int_equal(s, SQLITE_DONE);
+	sqlite3_finalize(st);
+	size_t distinct = 0;
+	for (size_t k = 0; k < w.n; k++)
+		distinct += !k || counted_cmp(&w.v[k - 1], &w.v[k]);
+	if (rows != distinct)
+		fail_msg("seed %u step %d: %s: the census has %zu rows, its tree %zu names", seed, step,
+			 ds->name, rows, distinct);
+	free(w.v);
+	free(w.todo.h);
+	free(w.seen.h);
+	return 1;
+}
+
 /* The normal form (lifetimes.c): born and died are txgs of snapshots
  * that exist, intervals hold a snapshot, none adjacent or overlapping. */
 static void check_form(int step)
@@ -295,7 +418,7 @@ static void test_random_histories(void **state)
 {
 	char path[512], src[2][512], name[32];
 	const char *e = getenv("FERRY_LIFE_SEED"), *ns = getenv("FERRY_LIFE_STEPS");
-	int steps = ns ? atoi(ns) : 120, nsnap = 0;
+	int steps = ns ? atoi(ns) : 120, nsnap = 0, censuses = 0;
 	struct store_ds ds[2];
 	(void)state;
 	seed = e ? (unsigned)strtoul(e, NULL, 10) : (unsigned)getpid();
@@ -320,6 +443,24 @@ static void test_random_histories(void **state)
 					(void)unlink(path);
 				else
 					write_file(src[d], i, (int)rnd(NCONTENT));
+			}
+			if (rnd(3) == 0) {
+				/* directories a and b holding one hard link each:
+				 * the same node twice in the tree */
+				char a[600], b[600];
+				snprintf(a, sizeof a, "%s/a", src[d]);
+				snprintf(b, sizeof b, "%s/b", src[d]);
+				(void)mkdir(a, 0755);
+				snprintf(path, sizeof path, "%s/b/f0", src[d]);
+				(void)unlink(path);
+				if (rnd(4) == 0) {
+					(void)rmdir(b);
+				} else {
+					(void)mkdir(b, 0755);
+					write_file(a, 0, (int)rnd(NCONTENT));
+					snprintf(a, sizeof a, "%s/a/f0", src[d]);
+					assert_int_equal(link(a, path), 0);
+				}
 			}
 			op = 4;
 		}
@@ -352,7 +493,12 @@ static void test_random_histories(void **state)
 		check_form(step);
 		check_ds(&ds[0], step);
 		check_ds(&ds[1], step);
+		censuses += check_census(&ds[0], step) + check_census(&ds[1], step);
 	}
+	/* the census was built and kept, not only absent */
+	print_message("%d checks of a census\n", censuses);
+	if (steps >= 60)
+		assert_true(censuses >= steps / 4);
 }
 
 static int setup(void **state)

@@ -1,0 +1,545 @@
+/* store/census.c — how many times the newest tree of a dataset names each
+ * node and each block, kept from snapshot to snapshot at the cost of what
+ * changed, so that refs.c knows whether a block a change let go of is still
+ * used elsewhere in the tree without walking the tree (issue 14, W4).
+ *
+ *   census_state(ds_id, root): the tree the counts describe, by its root
+ *       node's hash. A tree is its root: the counts are a function of it
+ *       alone, so a rollback, a destroyed snapshot or a snapshot committed
+ *       without the census leaves rows that are right for their root and
+ *       simply not used until the dataset's newest root is that one again.
+ *   census_nodes(ds_id, hash, n): every node reachable from root, n the
+ *       number of (distinct reachable node, child slot) pairs naming it,
+ *       plus 1 for root itself;
+ *   census_blocks(ds_id, hash, n): every block named by a reachable
+ *       blocklist, n the number of (distinct reachable blocklist, extent)
+ *       pairs naming it.
+ *
+ * Reference counting over a DAG: a node's children count once for each
+ * node that names them while its own count is above 0. A new snapshot adds
+ * 1 to its root and takes 1 from the base's; a node whose count leaves 0
+ * adds its children, one whose count reaches 0 takes them away, and so on
+ * down. Content-addressed nodes cannot form a cycle, so the nodes with a
+ * count above 0 are exactly the reachable ones, whatever the order of the
+ * steps. The steps go a generation at a time: the children named by every
+ * node expanded in one generation are summed in memory first, so an
+ * unchanged child of a directory that changed (+1 from its new version,
+ * -1 from its old) costs no catalogue statement, nor does the unchanged
+ * block of a changed blocklist. What is left touches the rows of what
+ * changed.
+ *
+ * census_prepare computes the change into TEMP tables (c_nodes, c_blocks)
+ * while the writer prepares its snapshot; census_commit applies it inside
+ * the snapshot's own transaction, so the counts and the snapshot commit
+ * together or not at all. A dataset without counts for the base's root
+ * gets them built from the new tree when refs.c needs them (a full walk,
+ * once). A count that would go below 0 means the rows are not what they
+ * claim: the census is dropped for the dataset (refs.c falls back to the
+ * walk) and rebuilt the next time. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define MAP_BITS 16                  /* 65,536 slots: 2.6 MB */
+#define MAP_FILL ((1u << MAP_BITS) / 2)
+#define STACK_MAX 16384              /* expansions held in memory; the rest in TEMP */
+
+static const char census_tables[] =
+	"CREATE TABLE IF NOT EXISTS census_state(ds_id INTEGER PRIMARY KEY, root BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS census_nodes(ds_id INTEGER NOT NULL, hash BLOB NOT NULL,"
+	"  n INTEGER NOT NULL, PRIMARY KEY(ds_id, hash)) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS census_blocks(ds_id INTEGER NOT NULL, hash BLOB NOT NULL,"
+	"  n INTEGER NOT NULL, PRIMARY KEY(ds_id, hash)) WITHOUT ROWID;";
+
+static const char census_temp[] =
+	"CREATE TEMP TABLE IF NOT EXISTS c_nodes(hash BLOB PRIMARY KEY, base INTEGER NOT NULL,"
+	"  d INTEGER NOT NULL) WITHOUT ROWID;"
+	"CREATE TEMP TABLE IF NOT EXISTS c_blocks(hash BLOB PRIMARY KEY, d INTEGER NOT NULL)"
+	"  WITHOUT ROWID;"
+	"CREATE TEMP TABLE IF NOT EXISTS c_todo(seq INTEGER PRIMARY KEY, hash BLOB NOT NULL,"
+	"  sign INTEGER NOT NULL);"
+	"DELETE FROM temp.c_nodes; DELETE FROM temp.c_blocks; DELETE FROM temp.c_todo;";
+
+struct slot {
+	uint8_t hash[FERRY_HASH_LEN];
+	int64_t d;
+	uint8_t used, block;
+};
+
+struct todo {
+	uint8_t hash[FERRY_HASH_LEN];
+	int sign;
+};
+
+struct census {
+	struct store_writer *w;
+	struct store_pool *p;
+	int64_t ds_id;
+	int full; /* counting a tree from nothing: no stored count is read */
+	sqlite3_stmt *st_stored, *st_get, *st_put, *st_block, *st_push, *st_pop, *st_main, *st_tmp;
+	struct slot *map;
+	size_t nmap;
+	struct todo *stack;
+	size_t nstack;
+	uint64_t spilled;
+	int sign; /* of the node being expanded */
+	struct fbuf nb;
+};
+
+const char *census_schema_sql(void)
+{
+	return census_tables;
+}
+
+/* Groups the TEMP-table writes in the writer's transactions; without a
+ * writer the caller's transaction holds them. */
+static int batch(struct census *c)
+{
+	return c->w ? writer_batch_op(c->w) : 0;
+}
+
+static size_t slot_of(const uint8_t *hash, int block)
+{
+	return (size_t)((get_le64(hash) ^ (uint64_t)block) & ((1u << MAP_BITS) - 1));
+}
+
+static int push(struct census *c, const uint8_t *hash, int sign)
+{
+	int r;
+	if (c->nstack < STACK_MAX) {
+		memcpy(c->stack[c->nstack].hash, hash, FERRY_HASH_LEN);
+		c->stack[c->nstack++].sign = sign;
+		return 0;
+	}
+	if ((r = batch(c)) < 0)
+		return r;
+	sqlite3_reset(c->st_push);
+	sqlite3_bind_blob(c->st_push, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
+	sqlite3_bind_int(c->st_push, 2, sign);
+	r = sqlite3_step(c->st_push) == SQLITE_DONE ? 0 : cat_err(c->p, "counting a tree");
+	sqlite3_reset(c->st_push);
+	if (r == 0)
+		c->spilled++;
+	return r;
+}
+
+/* 1 and the next expansion in *t, 0 when there is none. */
+static int pop(struct census *c, struct todo *t)
+{
+	int r;
+	if (c->nstack) {
+		*t = c->stack[--c->nstack];
+		return 1;
+	}
+	if (!c->spilled)
+		return 0;
+	sqlite3_reset(c->st_pop);
+	if (sqlite3_step(c->st_pop) != SQLITE_ROW) {
+		sqlite3_reset(c->st_pop);
+		return cat_err(c->p, "counting a tree");
+	}
+	int64_t seq = sqlite3_column_int64(c->st_pop, 0);
+	const void *h = sqlite3_column_blob(c->st_pop, 1);
+	if (sqlite3_column_bytes(c->st_pop, 1) != FERRY_HASH_LEN || !h) {
+		sqlite3_reset(c->st_pop);
+		return ferry_err(FERR_CATALOG, "a pending census row is damaged");
+	}
+	memcpy(t->hash, h, FERRY_HASH_LEN);
+	t->sign = sqlite3_column_int(c->st_pop, 2) < 0 ? -1 : 1;
+	sqlite3_reset(c->st_pop);
+	c->spilled--;
+	if ((r = batch(c)) < 0 ||
+	    (r = cat_exec_i64(c->p, "DELETE FROM temp.c_todo WHERE seq = ?", seq)) < 0)
+		return r;
+	return 1;
+}
+
+/* The stored count of node hash (0: not in the tree the rows describe). */
+static int stored(struct census *c, const uint8_t *hash, int64_t *n)
+{
+	*n = 0;
+	if (c->full)
+		return 0;
+	sqlite3_reset(c->st_stored);
+	sqlite3_bind_int64(c->st_stored, 1, c->ds_id);
+	sqlite3_bind_blob(c->st_stored, 2, hash, FERRY_HASH_LEN, SQLITE_STATIC);
+	int s = sqlite3_step(c->st_stored);
+	if (s == SQLITE_ROW)
+		*n = sqlite3_column_int64(c->st_stored, 0);
+	sqlite3_reset(c->st_stored);
+	return s == SQLITE_ROW || s == SQLITE_DONE ? 0 : cat_err(c->p, "counting a tree");
+}
+
+/* Adds d to node hash's count; a count leaving 0 or reaching it queues the
+ * node's expansion. -FERR_CORRUPT when the count would go below 0. */
+static int touch(struct census *c, const uint8_t *hash, int64_t d)
+{
+	int64_t base = 0, had = 0;
+	int r, s;
+	sqlite3_reset(c->st_get);
+	sqlite3_bind_blob(c->st_get, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
+	s = sqlite3_step(c->st_get);
+	if (s == SQLITE_ROW) {
+		base = sqlite3_column_int64(c->st_get, 0);
+		had = sqlite3_column_int64(c->st_get, 1);
+	}
+	sqlite3_reset(c->st_get);
+	if (s != SQLITE_ROW && s != SQLITE_DONE)
+		return cat_err(c->p, "counting a tree");
+	if (s == SQLITE_DONE && (r = stored(c, hash, &base)) < 0)
+		return r;
+	int64_t before = base + had, after = before + d;
+	if (after < 0)
+		return ferry_err(FERR_CORRUPT, "a tree's census counts a node below zero");
+	if ((r = batch(c)) < 0)
+		return r;
+	sqlite3_reset(c->st_put);
+	sqlite3_bind_blob(c->st_put, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
+	sqlite3_bind_int64(c->st_put, 2, base);
+	sqlite3_bind_int64(c->st_put, 3, had + d);
+	r = sqlite3_step(c->st_put) == SQLITE_DONE ? 0 : cat_err(c->p, "counting a tree");
+	sqlite3_reset(c->st_put);
+	if (r < 0)
+		return r;
+	if (before == 0 && after > 0)
+		return push(c, hash, 1);
+	if (before > 0 && after == 0)
+		return push(c, hash, -1);
+	return 0;
+}
+
+static int block_add(struct census *c, const uint8_t *hash, int64_t d)
+{
+	int r;
+	if ((r = batch(c)) < 0)
+		return r;
+	sqlite3_reset(c->st_block);
+	sqlite3_bind_blob(c->st_block, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
+	sqlite3_bind_int64(c->st_block, 2, d);
+	r = sqlite3_step(c->st_block) == SQLITE_DONE ? 0 : cat_err(c->p, "counting a tree");
+	sqlite3_reset(c->st_block);
+	return r;
+}
+
+/* Applies the summed changes and empties the map. */
+static int flush(struct census *c)
+{
+	int r = 0;
+	for (size_t i = 0; i < ((size_t)1 << MAP_BITS) && r == 0; i++) {
+		struct slot *s = &c->map[i];
+		if (!s->used)
+			continue;
+		if (s->d)
+			r = s->block ? block_add(c, s->hash, s->d) : touch(c, s->hash, s->d);
+		s->used = 0;
+	}
+	c->nmap = 0;
+	return r;
+}
+
+/* Adds d to the pending change of a node or block. */
+static int add(struct census *c, int block, const uint8_t *hash, int64_t d)
+{
+	int r;
+	if (c->nmap >= MAP_FILL && (r = flush(c)) < 0)
+		return r;
+	for (size_t i = slot_of(hash, block);; i = (i + 1) & ((1u << MAP_BITS) - 1)) {
+		struct slot *s = &c->map[i];
+		if (!s->used) {
+			s->used = 1;
+			s->block = (uint8_t)block;
+			memcpy(s->hash, hash, FERRY_HASH_LEN);
+			s->d = d;
+			c->nmap++;
+			return 0;
+		}
+		if (s->block == block && !memcmp(s->hash, hash, FERRY_HASH_LEN)) {
+			s->d += d;
+			return 0;
+		}
+	}
+}
+
+static int child(void *arg, int is_block, const uint8_t *hash)
+{
+	struct census *c = arg;
+	return add(c, is_block, hash, c->sign);
+}
+
+/* Expands every queued node, a generation at a time, until nothing
+ * changes any more. */
+static int settle(struct census *c)
+{
+	int r, t;
+	for (;;) {
+		struct todo td;
+		while ((r = pop(c, &td)) == 1) {
+			int s = node_read_either(c->p, (sqlite3_stmt *const[2]){c->st_main, c->st_tmp},
+						 td.hash, &t, &c->nb, "the writer's");
+			if (s < 0)
+				return s;
+			c->sign = td.sign;
+			if ((s = node_children(t, c->nb.data, c->nb.len, 1, child, c)) < 0)
+				return s;
+		}
+		if (r < 0)
+			return r;
+		if (!c->nmap)
+			return 0;
+		if ((r = flush(c)) < 0)
+			return r;
+	}
+}
+
+/* The root the rows of ds_id describe: *valid 1 when it is root. */
+static int state_is(struct store_pool *p, int64_t ds_id, const uint8_t *root, int *valid)
+{
+	sqlite3_stmt *st = NULL;
+	int r = cat_prepare(p, "SELECT root FROM census_state WHERE ds_id = ?", &st);
+	*valid = 0;
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(st, 1, ds_id);
+	int s = sqlite3_step(st);
+	if (s == SQLITE_ROW) {
+		const void *h = sqlite3_column_blob(st, 0);
+		*valid = sqlite3_column_bytes(st, 0) == FERRY_HASH_LEN && h &&
+			 !memcmp(h, root, FERRY_HASH_LEN);
+	} else if (s != SQLITE_DONE) {
+		r = cat_err(p, "reading a tree's census");
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+/* Counts, in the TEMP tables, the tree root of dataset ds_id: as a change
+ * to the stored counts of base_root (full 0), or from nothing (full 1).
+ * Without a writer, the nodes are the pool's. -FERR_CORRUPT when the
+ * stored counts prove wrong. */
+static int count(struct store_pool *p, struct store_writer *w, int64_t ds_id,
+		 const uint8_t *base_root, const uint8_t *root, int full)
+{
+	struct census c;
+	int r;
+	memset(&c, 0, sizeof c);
+	c.w = w;
+	c.p = p;
+	c.ds_id = ds_id;
+	c.full = full;
+	fbuf_init(&c.nb, NODE_MAX);
+	if (!(c.map = calloc((size_t)1 << MAP_BITS, sizeof *c.map)) ||
+	    !(c.stack = malloc(STACK_MAX * sizeof *c.stack))) {
+		r = ferry_err(FERR_NOMEM, "counting a tree");
+		goto out;
+	}
+	if ((r = batch(&c)) < 0 || (r = cat_exec(p, census_temp)) < 0)
+		goto out;
+	if ((r = cat_prepare(p, "SELECT n FROM main.census_nodes WHERE ds_id = ?1 AND hash = ?2",
+			     &c.st_stored)) < 0 ||
+	    (r = cat_prepare(p, "SELECT base, d FROM temp.c_nodes WHERE hash = ?", &c.st_get)) < 0 ||
+	    (r = cat_prepare(p, "INSERT OR REPLACE INTO temp.c_nodes(hash, base, d) VALUES(?, ?, ?)",
+			     &c.st_put)) < 0 ||
+	    (r = cat_prepare(p, "INSERT INTO temp.c_blocks(hash, d) VALUES(?1, ?2)"
+			     " ON CONFLICT(hash) DO UPDATE SET d = d + ?2", &c.st_block)) < 0 ||
+	    (r = cat_prepare(p, "INSERT INTO temp.c_todo(hash, sign) VALUES(?, ?)", &c.st_push)) < 0 ||
+	    (r = cat_prepare(p, "SELECT seq, hash, sign FROM temp.c_todo ORDER BY seq DESC LIMIT 1",
+			     &c.st_pop)) < 0 ||
+	    (r = cat_prepare(p, "SELECT type, data FROM main.nodes WHERE hash = ?", &c.st_main)) < 0 ||
+	    (r = cat_prepare(p, w ? "SELECT type, data FROM temp.w_nodes WHERE hash = ?"
+				  : "SELECT type, data FROM main.nodes WHERE hash = ?", &c.st_tmp)) < 0)
+		goto out;
+	/* the new root first: what both trees share never drops to 0 on the
+	 * way (it would be right, only slower) */
+	if ((r = add(&c, 0, root, 1)) < 0 || (!full && (r = add(&c, 0, base_root, -1)) < 0) ||
+	    (r = flush(&c)) < 0 || (r = settle(&c)) < 0)
+		goto out;
+	if (!full) {
+		/* a block counted below 0: the rows are wrong */
+		sqlite3_stmt *st = NULL;
+		if ((r = cat_prepare(p, "SELECT 1 FROM temp.c_blocks c WHERE c.d < 0 AND c.d +"
+				       " coalesce((SELECT n FROM main.census_blocks b WHERE b.ds_id = ?"
+				       " AND b.hash = c.hash), 0) < 0 LIMIT 1", &st)) < 0)
+			goto out;
+		sqlite3_bind_int64(st, 1, ds_id);
+		int s = sqlite3_step(st);
+		sqlite3_finalize(st);
+		if (s == SQLITE_ROW)
+			r = ferry_err(FERR_CORRUPT, "a tree's census counts a block below zero");
+		else if (s != SQLITE_DONE)
+			r = cat_err(p, "counting a tree");
+	}
+out:
+	sqlite3_finalize(c.st_stored);
+	sqlite3_finalize(c.st_get);
+	sqlite3_finalize(c.st_put);
+	sqlite3_finalize(c.st_block);
+	sqlite3_finalize(c.st_push);
+	sqlite3_finalize(c.st_pop);
+	sqlite3_finalize(c.st_main);
+	sqlite3_finalize(c.st_tmp);
+	free(c.map);
+	free(c.stack);
+	fbuf_release(&c.nb);
+	return r;
+}
+
+int census_prepare(struct store_writer *w, int64_t ds_id, const uint8_t base_root[FERRY_HASH_LEN],
+		   const uint8_t root[FERRY_HASH_LEN], int need, int *ready)
+{
+	struct store_pool *p = writer_pool(w);
+	int valid = 0, r;
+	*ready = 0;
+	p->census_mode = CENSUS_NONE;
+	if ((r = state_is(p, ds_id, base_root, &valid)) < 0)
+		return r;
+	if (!valid && !need)
+		return 0; /* nothing to keep and nothing asked */
+	p->census_ds = ds_id;
+	if ((r = count(p, w, ds_id, base_root, root, !valid)) == -FERR_CORRUPT && valid) {
+		/* the rows are not what they claim: the commit drops them, the
+		 * caller walks as it would without them */
+		ferry_err_clear();
+		p->census_mode = CENSUS_DROP;
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	p->census_mode = valid ? CENSUS_DELTA : CENSUS_FULL;
+	memcpy(p->census_base, base_root, FERRY_HASH_LEN);
+	memcpy(p->census_root, root, FERRY_HASH_LEN);
+	*ready = 1;
+	return 0;
+}
+
+int census_drop_live(struct store_pool *p)
+{
+	sqlite3_stmt *st = NULL;
+	int r;
+	if (p->census_mode != CENSUS_DELTA && p->census_mode != CENSUS_FULL)
+		return ferry_err(FERR_INVAL, "no census of the new tree");
+	if ((r = cat_prepare(p, "DELETE FROM temp.r_gone WHERE coalesce((SELECT d FROM temp.c_blocks c"
+			       " WHERE c.hash = r_gone.hash), 0) + ?2 * coalesce((SELECT n FROM"
+			       " main.census_blocks b WHERE b.ds_id = ?1 AND b.hash = r_gone.hash), 0)"
+			       " > 0", &st)) < 0)
+		return r;
+	sqlite3_bind_int64(st, 1, p->census_ds);
+	sqlite3_bind_int(st, 2, p->census_mode == CENSUS_DELTA);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		r = cat_err(p, "settling a snapshot's blocks");
+	sqlite3_finalize(st);
+	return r;
+}
+
+static int exec_ds(struct store_pool *p, const char *sql, int64_t ds_id, const uint8_t *root)
+{
+	sqlite3_stmt *st = NULL;
+	int r = cat_prepare(p, sql, &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(st, 1, ds_id);
+	if (root)
+		sqlite3_bind_blob(st, 2, root, FERRY_HASH_LEN, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		r = cat_err(p, "keeping a tree's census");
+	sqlite3_finalize(st);
+	return r;
+}
+
+/* Applies what count() left in the TEMP tables (mode DELTA or FULL) to
+ * dataset ds_id's rows, which now describe root. */
+static int apply(struct store_pool *p, int mode, int64_t ds_id, const uint8_t *base_root,
+		 const uint8_t *root)
+{
+	int valid = 0, r;
+	if (mode == CENSUS_FULL) {
+		if ((r = exec_ds(p, "DELETE FROM census_state WHERE ds_id = ?1", ds_id, NULL)) < 0 ||
+		    (r = exec_ds(p, "DELETE FROM census_nodes WHERE ds_id = ?1", ds_id, NULL)) < 0 ||
+		    (r = exec_ds(p, "DELETE FROM census_blocks WHERE ds_id = ?1", ds_id, NULL)) < 0 ||
+		    (r = exec_ds(p, "INSERT INTO census_nodes(ds_id, hash, n) SELECT ?1, hash, d"
+				    " FROM temp.c_nodes WHERE d > 0 ORDER BY hash", ds_id, NULL)) < 0 ||
+		    (r = exec_ds(p, "INSERT INTO census_blocks(ds_id, hash, n) SELECT ?1, hash, d"
+				    " FROM temp.c_blocks WHERE d > 0 ORDER BY hash", ds_id, NULL)) < 0)
+			return r;
+		return exec_ds(p, "INSERT INTO census_state(ds_id, root) VALUES(?1, ?2)", ds_id, root);
+	}
+	/* a change to the rows of the base's root, which they must still be */
+	if ((r = state_is(p, ds_id, base_root, &valid)) < 0 || !valid)
+		return r;
+	if ((r = exec_ds(p, "INSERT INTO census_nodes(ds_id, hash, n) SELECT ?1, hash, base + d"
+			    " FROM temp.c_nodes WHERE d != 0 AND base + d > 0 ORDER BY hash"
+			    " ON CONFLICT(ds_id, hash) DO UPDATE SET n = excluded.n", ds_id, NULL)) < 0 ||
+	    (r = exec_ds(p, "DELETE FROM census_nodes WHERE ds_id = ?1 AND hash IN (SELECT hash"
+			    " FROM temp.c_nodes WHERE d != 0 AND base + d = 0)", ds_id, NULL)) < 0 ||
+	    (r = exec_ds(p, "INSERT INTO census_blocks(ds_id, hash, n) SELECT ?1, hash, d"
+			    " FROM temp.c_blocks WHERE d != 0 ORDER BY hash"
+			    " ON CONFLICT(ds_id, hash) DO UPDATE SET n = n + excluded.n", ds_id, NULL)) < 0 ||
+	    (r = exec_ds(p, "DELETE FROM census_blocks WHERE ds_id = ?1 AND n <= 0 AND hash IN"
+			    " (SELECT hash FROM temp.c_blocks WHERE d < 0)", ds_id, NULL)) < 0)
+		return r;
+	return exec_ds(p, "UPDATE census_state SET root = ?2 WHERE ds_id = ?1", ds_id, root);
+}
+
+int census_commit(struct store_pool *p, int64_t ds_id, const uint8_t root[FERRY_HASH_LEN])
+{
+	int mode = p->census_mode;
+	p->census_mode = CENSUS_NONE;
+	if (mode == CENSUS_NONE || p->census_ds != ds_id)
+		return 0;
+	if (mode == CENSUS_DROP)
+		return exec_ds(p, "DELETE FROM census_state WHERE ds_id = ?1", ds_id, NULL);
+	if (memcmp(root, p->census_root, FERRY_HASH_LEN))
+		return 0; /* not the tree counted: the rows stay what they were */
+	return apply(p, mode, ds_id, p->census_base, root);
+}
+
+int census_follow(struct store_pool *p, int64_t ds_id)
+{
+	sqlite3_stmt *st = NULL;
+	uint8_t now[FERRY_HASH_LEN], was[FERRY_HASH_LEN];
+	int have_now = 0, have_was = 0, r;
+	if ((r = cat_prepare(p, "SELECT (SELECT root FROM snapshots WHERE ds_id = ?1"
+			       " ORDER BY createtxg DESC LIMIT 1),"
+			       " (SELECT root FROM census_state WHERE ds_id = ?1)", &st)) < 0)
+		return r;
+	sqlite3_bind_int64(st, 1, ds_id);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		r = cat_err(p, "reading a tree's census");
+	} else {
+		for (int i = 0; i < 2; i++) {
+			const void *h = sqlite3_column_blob(st, i);
+			if (sqlite3_column_bytes(st, i) != FERRY_HASH_LEN || !h)
+				continue;
+			memcpy(i ? was : now, h, FERRY_HASH_LEN);
+			*(i ? &have_was : &have_now) = 1;
+		}
+	}
+	sqlite3_finalize(st);
+	if (r < 0 || !have_was || (have_now && !memcmp(now, was, FERRY_HASH_LEN)))
+		return r;
+	/* no snapshot left, or a writer's count pending in the TEMP tables:
+	 * the rows go (its commit then finds none to change) */
+	if (!have_now || p->census_mode != CENSUS_NONE)
+		return census_destroy(p, ds_id);
+	r = count(p, NULL, ds_id, was, now, 0);
+	if (r == -FERR_CORRUPT || r == -FERR_NOENT) {
+		/* wrong rows, or a node of the tree they describe is gone */
+		ferry_err_clear();
+		return census_destroy(p, ds_id);
+	}
+	return r < 0 ? r : apply(p, CENSUS_DELTA, ds_id, was, now);
+}
+
+void census_forget(struct store_pool *p)
+{
+	p->census_mode = CENSUS_NONE;
+}
+
+int census_destroy(struct store_pool *p, int64_t ds_id)
+{
+	int r;
+	if ((r = cat_exec_i64(p, "DELETE FROM census_state WHERE ds_id = ?", ds_id)) < 0 ||
+	    (r = cat_exec_i64(p, "DELETE FROM census_nodes WHERE ds_id = ?", ds_id)) < 0)
+		return r;
+	return cat_exec_i64(p, "DELETE FROM census_blocks WHERE ds_id = ?", ds_id);
+}
