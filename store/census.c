@@ -21,12 +21,15 @@
  * adds its children, one whose count reaches 0 takes them away, and so on
  * down. Content-addressed nodes cannot form a cycle, so the nodes with a
  * count above 0 are exactly the reachable ones, whatever the order of the
- * steps. The steps go a generation at a time: the children named by every
- * node expanded in one generation are summed in memory first, so an
- * unchanged child of a directory that changed (+1 from its new version,
- * -1 from its old) costs no catalogue statement, nor does the unchanged
- * block of a changed blocklist. What is left touches the rows of what
- * changed.
+ * steps. A node that replaces another at one place of the tree (the new
+ * root the base's, a directory's entry of the same name, the one child
+ * left on each side of a changed blocklist or index) is expanded together
+ * with it, when one count leaves 0 as the other reaches it: what the two
+ * share cancels out, so an unchanged entry of a changed directory and an
+ * unchanged block of a changed file cost nothing. The other expansions go
+ * a generation at a time, their children summed in memory first (a
+ * bounded map, applied when full) so that what cancels there costs no
+ * statement either. What is left touches the rows of what changed.
  *
  * census_prepare computes the change into TEMP tables (c_nodes, c_blocks)
  * while the writer prepares its snapshot; census_commit applies it inside
@@ -58,7 +61,7 @@ static const char census_temp[] =
 	"CREATE TEMP TABLE IF NOT EXISTS c_blocks(hash BLOB PRIMARY KEY, d INTEGER NOT NULL)"
 	"  WITHOUT ROWID;"
 	"CREATE TEMP TABLE IF NOT EXISTS c_todo(seq INTEGER PRIMARY KEY, hash BLOB NOT NULL,"
-	"  sign INTEGER NOT NULL);"
+	"  old BLOB NOT NULL, sign INTEGER NOT NULL);"
 	"DELETE FROM temp.c_nodes; DELETE FROM temp.c_blocks; DELETE FROM temp.c_todo;";
 
 struct slot {
@@ -67,9 +70,30 @@ struct slot {
 	uint8_t used, block;
 };
 
+/* A node to expand: sign +1 (its count left 0) or -1 (reached 0); or, sign
+ * 0, a pair: hash's count left 0 as old's reached 0, the new and the old
+ * version of one place in the tree, expanded together so what they share
+ * cancels out at once. */
 struct todo {
-	uint8_t hash[FERRY_HASH_LEN];
+	uint8_t hash[FERRY_HASH_LEN], old[FERRY_HASH_LEN];
 	int sign;
+};
+
+/* A child of a node being paired: a node or a block, and where. */
+struct kid {
+	uint8_t hash[FERRY_HASH_LEN];
+	uint8_t block;
+	size_t pos; /* in the node's list of children */
+};
+
+struct kids {
+	struct kid *v;
+	size_t n, cap;
+};
+
+struct ptrs {
+	void *v;
+	size_t cap;
 };
 
 struct census {
@@ -84,7 +108,9 @@ struct census {
 	size_t nstack;
 	uint64_t spilled;
 	int sign; /* of the node being expanded */
-	struct fbuf nb;
+	struct fbuf nb, ob;
+	struct kids kn, ko; /* a pair's children, new and old */
+	struct ptrs pn;     /* the nodes left of them */
 };
 
 const char *census_schema_sql(void)
@@ -104,19 +130,22 @@ static size_t slot_of(const uint8_t *hash, int block)
 	return (size_t)((get_le64(hash) ^ (uint64_t)block) & ((1u << MAP_BITS) - 1));
 }
 
-static int push(struct census *c, const uint8_t *hash, int sign)
+static int push(struct census *c, const uint8_t *hash, const uint8_t *old, int sign)
 {
 	int r;
 	if (c->nstack < STACK_MAX) {
-		memcpy(c->stack[c->nstack].hash, hash, FERRY_HASH_LEN);
-		c->stack[c->nstack++].sign = sign;
+		struct todo *t = &c->stack[c->nstack++];
+		memcpy(t->hash, hash, FERRY_HASH_LEN);
+		memcpy(t->old, old ? old : hash, FERRY_HASH_LEN);
+		t->sign = sign;
 		return 0;
 	}
 	if ((r = batch(c)) < 0)
 		return r;
 	sqlite3_reset(c->st_push);
 	sqlite3_bind_blob(c->st_push, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
-	sqlite3_bind_int(c->st_push, 2, sign);
+	sqlite3_bind_blob(c->st_push, 2, old ? old : hash, FERRY_HASH_LEN, SQLITE_STATIC);
+	sqlite3_bind_int(c->st_push, 3, sign);
 	r = sqlite3_step(c->st_push) == SQLITE_DONE ? 0 : cat_err(c->p, "counting a tree");
 	sqlite3_reset(c->st_push);
 	if (r == 0)
@@ -140,13 +169,16 @@ static int pop(struct census *c, struct todo *t)
 		return cat_err(c->p, "counting a tree");
 	}
 	int64_t seq = sqlite3_column_int64(c->st_pop, 0);
-	const void *h = sqlite3_column_blob(c->st_pop, 1);
-	if (sqlite3_column_bytes(c->st_pop, 1) != FERRY_HASH_LEN || !h) {
+	const void *h = sqlite3_column_blob(c->st_pop, 1), *o = sqlite3_column_blob(c->st_pop, 2);
+	if (sqlite3_column_bytes(c->st_pop, 1) != FERRY_HASH_LEN || !h ||
+	    sqlite3_column_bytes(c->st_pop, 2) != FERRY_HASH_LEN || !o) {
 		sqlite3_reset(c->st_pop);
 		return ferry_err(FERR_CATALOG, "a pending census row is damaged");
 	}
 	memcpy(t->hash, h, FERRY_HASH_LEN);
-	t->sign = sqlite3_column_int(c->st_pop, 2) < 0 ? -1 : 1;
+	memcpy(t->old, o, FERRY_HASH_LEN);
+	int sign = sqlite3_column_int(c->st_pop, 3);
+	t->sign = sign < 0 ? -1 : sign > 0 ? 1 : 0;
 	sqlite3_reset(c->st_pop);
 	c->spilled--;
 	if ((r = batch(c)) < 0 ||
@@ -171,12 +203,13 @@ static int stored(struct census *c, const uint8_t *hash, int64_t *n)
 	return s == SQLITE_ROW || s == SQLITE_DONE ? 0 : cat_err(c->p, "counting a tree");
 }
 
-/* Adds d to node hash's count; a count leaving 0 or reaching it queues the
- * node's expansion. -FERR_CORRUPT when the count would go below 0. */
-static int touch(struct census *c, const uint8_t *hash, int64_t d)
+/* Adds d to node hash's count; *tr is 1 when the count left 0, -1 when it
+ * reached 0, else 0. -FERR_CORRUPT when it would go below 0. */
+static int count_node(struct census *c, const uint8_t *hash, int64_t d, int *tr)
 {
 	int64_t base = 0, had = 0;
 	int r, s;
+	*tr = 0;
 	sqlite3_reset(c->st_get);
 	sqlite3_bind_blob(c->st_get, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
 	s = sqlite3_step(c->st_get);
@@ -200,13 +233,33 @@ static int touch(struct census *c, const uint8_t *hash, int64_t d)
 	sqlite3_bind_int64(c->st_put, 3, had + d);
 	r = sqlite3_step(c->st_put) == SQLITE_DONE ? 0 : cat_err(c->p, "counting a tree");
 	sqlite3_reset(c->st_put);
-	if (r < 0)
-		return r;
 	if (before == 0 && after > 0)
-		return push(c, hash, 1);
-	if (before > 0 && after == 0)
-		return push(c, hash, -1);
-	return 0;
+		*tr = 1;
+	else if (before > 0 && after == 0)
+		*tr = -1;
+	return r;
+}
+
+/* Adds d to node hash's count, queueing its expansion when it leaves 0
+ * or reaches it. */
+static int touch(struct census *c, const uint8_t *hash, int64_t d)
+{
+	int tr, r = count_node(c, hash, d, &tr);
+	return r < 0 || !tr ? r : push(c, hash, NULL, tr);
+}
+
+/* nh replaces oh at one place of the tree: +1 and -1, and when nh's count
+ * leaves 0 as oh's reaches it, the two are expanded as a pair. */
+static int touch_pair(struct census *c, const uint8_t *nh, const uint8_t *oh)
+{
+	int tn, to, r;
+	if ((r = count_node(c, nh, 1, &tn)) < 0 || (r = count_node(c, oh, -1, &to)) < 0)
+		return r;
+	if (tn == 1 && to == -1)
+		return push(c, nh, oh, 0);
+	if (tn && (r = push(c, nh, NULL, tn)) < 0)
+		return r;
+	return to ? push(c, oh, NULL, to) : 0;
 }
 
 static int block_add(struct census *c, const uint8_t *hash, int64_t d)
@@ -267,17 +320,184 @@ static int child(void *arg, int is_block, const uint8_t *hash)
 	return add(c, is_block, hash, c->sign);
 }
 
+static int kid_cb(void *arg, int is_block, const uint8_t *hash)
+{
+	struct kids *k = arg;
+	int r;
+	if ((r = VEC_GROW(k->v, k->cap, k->n, 64, "counting a tree")) < 0)
+		return r;
+	struct kid *e = &k->v[k->n];
+	memcpy(e->hash, hash, FERRY_HASH_LEN);
+	e->block = (uint8_t)is_block;
+	e->pos = k->n++;
+	return 0;
+}
+
+static int kid_cmp(const void *a, const void *b)
+{
+	const struct kid *x = a, *y = b;
+	if (x->block != y->block)
+		return (int)x->block - (int)y->block;
+	return memcmp(x->hash, y->hash, FERRY_HASH_LEN);
+}
+
+static int name_cmp(const struct node_entry *a, const struct node_entry *b)
+{
+	size_t n = a->name_len < b->name_len ? a->name_len : b->name_len;
+	int k = memcmp(a->name, b->name, n);
+	return k ? k : a->name_len < b->name_len ? -1 : a->name_len > b->name_len;
+}
+
+/* Two versions of a directory chunk: entries matched by name; a child
+ * that changed at a name is a pair, the rest count one by one. */
+static int pair_dirs(struct census *c)
+{
+	struct node_dir dn, dol;
+	size_t i = 0, k = 0;
+	int r;
+	memset(&dn, 0, sizeof dn);
+	memset(&dol, 0, sizeof dol);
+	if ((r = node_dir_decode(c->nb.data, c->nb.len, &dn)) < 0 ||
+	    (r = node_dir_decode(c->ob.data, c->ob.len, &dol)) < 0)
+		goto out;
+	while (r == 0 && (i < dn.n || k < dol.n)) {
+		const struct node_entry *a = i < dn.n ? &dn.ents[i] : NULL;
+		const struct node_entry *b = k < dol.n ? &dol.ents[k] : NULL;
+		int cmp = !a ? 1 : !b ? -1 : name_cmp(a, b);
+		if (cmp < 0) {
+			if (a->child_type)
+				r = add(c, 0, a->child, 1);
+			i++;
+		} else if (cmp > 0) {
+			if (b->child_type)
+				r = add(c, 0, b->child, -1);
+			k++;
+		} else {
+			if (a->child_type && b->child_type) {
+				if (memcmp(a->child, b->child, FERRY_HASH_LEN))
+					r = touch_pair(c, a->child, b->child);
+			} else if (a->child_type) {
+				r = add(c, 0, a->child, 1);
+			} else if (b->child_type) {
+				r = add(c, 0, b->child, -1);
+			}
+			i++;
+			k++;
+		}
+	}
+out:
+	node_dir_release(&dn);
+	node_dir_release(&dol);
+	return r;
+}
+
+static int pos_cmp(const void *a, const void *b)
+{
+	const struct kid *x = *(const struct kid *const *)a, *y = *(const struct kid *const *)b;
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* Two versions of any other node: their children as multisets, what they
+ * share cancelled; the nodes left are paired in the order the two nodes
+ * name them (the changed chunks of a directory index, the changed
+ * children of a blocklist index; any pairing counts right, a good one
+ * cancels more), the rest count one by one. */
+static int pair_other(struct census *c, int type)
+{
+	size_t i = 0, k = 0, nn = 0, no = 0;
+	int r;
+	c->kn.n = c->ko.n = 0;
+	if ((r = node_children(type, c->nb.data, c->nb.len, 1, kid_cb, &c->kn)) < 0 ||
+	    (r = node_children(type, c->ob.data, c->ob.len, 1, kid_cb, &c->ko)) < 0)
+		return r;
+	if (c->kn.n)
+		qsort(c->kn.v, c->kn.n, sizeof *c->kn.v, kid_cmp);
+	if (c->ko.n)
+		qsort(c->ko.v, c->ko.n, sizeof *c->ko.v, kid_cmp);
+	/* what is left: blocks now, nodes into the two lists (the first
+	 * entries of kn.v and ko.v, whose own entries are all visited) */
+	struct kid **ln = (struct kid **)c->pn.v, **lo;
+	if (c->kn.n + c->ko.n > c->pn.cap) {
+		void *v = realloc(c->pn.v, (c->kn.n + c->ko.n) * sizeof *ln);
+		if (!v)
+			return ferry_err(FERR_NOMEM, "counting a tree");
+		c->pn.v = v;
+		c->pn.cap = c->kn.n + c->ko.n;
+		ln = (struct kid **)c->pn.v;
+	}
+	lo = ln + c->kn.n;
+	while (r == 0 && (i < c->kn.n || k < c->ko.n)) {
+		struct kid *a = i < c->kn.n ? &c->kn.v[i] : NULL;
+		struct kid *b = k < c->ko.n ? &c->ko.v[k] : NULL;
+		int cmp = !a ? 1 : !b ? -1 : kid_cmp(a, b);
+		if (cmp == 0) {
+			i++;
+			k++;
+		} else if (cmp < 0) {
+			i++;
+			if (a->block)
+				r = add(c, 1, a->hash, 1);
+			else
+				ln[nn++] = a;
+		} else {
+			k++;
+			if (b->block)
+				r = add(c, 1, b->hash, -1);
+			else
+				lo[no++] = b;
+		}
+	}
+	if (r < 0)
+		return r;
+	if (nn > 1)
+		qsort(ln, nn, sizeof *ln, pos_cmp);
+	if (no > 1)
+		qsort(lo, no, sizeof *lo, pos_cmp);
+	for (i = 0; r == 0 && (i < nn || i < no); i++) {
+		if (i < nn && i < no)
+			r = touch_pair(c, ln[i]->hash, lo[i]->hash);
+		else if (i < nn)
+			r = add(c, 0, ln[i]->hash, 1);
+		else
+			r = add(c, 0, lo[i]->hash, -1);
+	}
+	return r;
+}
+
+/* Expands the pair (new hash, old hash). */
+static int expand_pair(struct census *c, const uint8_t *nh, const uint8_t *oh)
+{
+	sqlite3_stmt *const sts[2] = {c->st_main, c->st_tmp};
+	int tn, to, r;
+	if ((r = node_read_either(c->p, sts, nh, &tn, &c->nb, "the writer's")) < 0 ||
+	    (r = node_read_either(c->p, sts, oh, &to, &c->ob, "the writer's")) < 0)
+		return r;
+	if (tn != to) {
+		c->sign = 1;
+		if ((r = node_children(tn, c->nb.data, c->nb.len, 1, child, c)) < 0)
+			return r;
+		c->sign = -1;
+		return node_children(to, c->ob.data, c->ob.len, 1, child, c);
+	}
+	return tn == NODE_DIR ? pair_dirs(c) : pair_other(c, tn);
+}
+
 /* Expands every queued node, a generation at a time, until nothing
  * changes any more. */
 static int settle(struct census *c)
 {
+	sqlite3_stmt *const sts[2] = {c->st_main, c->st_tmp};
 	int r, t;
 	for (;;) {
 		struct todo td;
 		while ((r = pop(c, &td)) == 1) {
-			int s = node_read_either(c->p, (sqlite3_stmt *const[2]){c->st_main, c->st_tmp},
-						 td.hash, &t, &c->nb, "the writer's");
-			if (s < 0)
+			int s;
+			if (td.sign == 0) {
+				if ((s = expand_pair(c, td.hash, td.old)) < 0)
+					return s;
+				continue;
+			}
+			if ((s = node_read_either(c->p, sts, td.hash, &t, &c->nb, "the writer's")) < 0)
 				return s;
 			c->sign = td.sign;
 			if ((s = node_children(t, c->nb.data, c->nb.len, 1, child, c)) < 0)
@@ -328,6 +548,7 @@ static int count(struct store_pool *p, struct store_writer *w, int64_t ds_id,
 	c.ds_id = ds_id;
 	c.full = full;
 	fbuf_init(&c.nb, NODE_MAX);
+	fbuf_init(&c.ob, NODE_MAX);
 	if (!(c.map = calloc((size_t)1 << MAP_BITS, sizeof *c.map)) ||
 	    !(c.stack = malloc(STACK_MAX * sizeof *c.stack))) {
 		r = ferry_err(FERR_NOMEM, "counting a tree");
@@ -342,17 +563,18 @@ static int count(struct store_pool *p, struct store_writer *w, int64_t ds_id,
 			     &c.st_put)) < 0 ||
 	    (r = cat_prepare(p, "INSERT INTO temp.c_blocks(hash, d) VALUES(?1, ?2)"
 			     " ON CONFLICT(hash) DO UPDATE SET d = d + ?2", &c.st_block)) < 0 ||
-	    (r = cat_prepare(p, "INSERT INTO temp.c_todo(hash, sign) VALUES(?, ?)", &c.st_push)) < 0 ||
-	    (r = cat_prepare(p, "SELECT seq, hash, sign FROM temp.c_todo ORDER BY seq DESC LIMIT 1",
+	    (r = cat_prepare(p, "INSERT INTO temp.c_todo(hash, old, sign) VALUES(?, ?, ?)",
+			     &c.st_push)) < 0 ||
+	    (r = cat_prepare(p, "SELECT seq, hash, old, sign FROM temp.c_todo ORDER BY seq DESC"
+			     " LIMIT 1",
 			     &c.st_pop)) < 0 ||
 	    (r = cat_prepare(p, "SELECT type, data FROM main.nodes WHERE hash = ?", &c.st_main)) < 0 ||
 	    (r = cat_prepare(p, w ? "SELECT type, data FROM temp.w_nodes WHERE hash = ?"
 				  : "SELECT type, data FROM main.nodes WHERE hash = ?", &c.st_tmp)) < 0)
 		goto out;
-	/* the new root first: what both trees share never drops to 0 on the
-	 * way (it would be right, only slower) */
-	if ((r = add(&c, 0, root, 1)) < 0 || (!full && (r = add(&c, 0, base_root, -1)) < 0) ||
-	    (r = flush(&c)) < 0 || (r = settle(&c)) < 0)
+	/* the new root replaces the base's */
+	if ((r = full ? touch(&c, root, 1) : touch_pair(&c, root, base_root)) < 0 ||
+	    (r = settle(&c)) < 0)
 		goto out;
 	if (!full) {
 		/* a block counted below 0: the rows are wrong */
@@ -380,7 +602,11 @@ out:
 	sqlite3_finalize(c.st_tmp);
 	free(c.map);
 	free(c.stack);
+	free(c.kn.v);
+	free(c.ko.v);
+	free(c.pn.v);
 	fbuf_release(&c.nb);
+	fbuf_release(&c.ob);
 	return r;
 }
 

@@ -29,9 +29,13 @@
  *       references under the very copy the base's reference names, is
  *       settled: keeping that reference changes nothing. Any other may
  *       still be used by the unchanged part of the tree (the same block
- *       in an unchanged file): only then are the hit subtrees walked to
- *       find them, one node read a file, no statement a block unless an
- *       in-memory filter says the block may be a candidate.
+ *       in an unchanged file). In the row-cheap case the dataset's census
+ *       (census.c: how many times the tree names each block, kept by
+ *       every such commit, built from the new tree the first time it is
+ *       needed) answers for all of them in one statement. Otherwise the
+ *       hit subtrees are walked to find them, one node read a file, no
+ *       statement a block unless an in-memory filter says the block may
+ *       be a candidate.
  *
  * The base's references of blocks left gone are dropped, the rest join
  * the writer's. So the result is the one a walk of the whole new tree

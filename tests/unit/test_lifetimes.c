@@ -71,10 +71,50 @@ static int hs_has(const struct hset *s, const uint8_t *h)
 	return s->n && bsearch(h, s->h, s->n, FERRY_HASH_LEN, hcmp) != NULL;
 }
 
+/* an open-addressing set of hashes: 1 when h was new */
+struct oset {
+	uint8_t (*h)[FERRY_HASH_LEN];
+	uint8_t *used;
+	size_t n, cap;
+};
+
+static int os_add(struct oset *s, const uint8_t *h)
+{
+	if (2 * (s->n + 1) > s->cap) {
+		struct oset g = {0};
+		g.cap = s->cap ? 2 * s->cap : 1024;
+		g.h = malloc(g.cap * FERRY_HASH_LEN);
+		g.used = calloc(g.cap, 1);
+		assert_non_null(g.h);
+		assert_non_null(g.used);
+		for (size_t i = 0; i < s->cap; i++)
+			if (s->used[i])
+				os_add(&g, s->h[i]);
+		free(s->h);
+		free(s->used);
+		*s = g;
+	}
+	size_t i = (size_t)get_le64(h) & (s->cap - 1);
+	for (; s->used[i]; i = (i + 1) & (s->cap - 1))
+		if (!memcmp(s->h[i], h, FERRY_HASH_LEN))
+			return 0;
+	s->used[i] = 1;
+	memcpy(s->h[i], h, FERRY_HASH_LEN);
+	s->n++;
+	return 1;
+}
+
+static void os_free(struct oset *s)
+{
+	free(s->h);
+	free(s->used);
+}
+
 /* ---- brute force: the tree's blocks, node by node ---- */
 
 struct walk {
-	struct hset nodes_todo, seen, blocks;
+	struct hset nodes_todo, blocks;
+	struct oset seen;
 };
 
 static int child(void *arg, int is_block, const uint8_t *h)
@@ -95,12 +135,8 @@ static void tree_blocks(const uint8_t *root, struct hset *out)
 	while (w.nodes_todo.n) {
 		uint8_t h[FERRY_HASH_LEN];
 		memcpy(h, w.nodes_todo.h[--w.nodes_todo.n], FERRY_HASH_LEN);
-		int dup = 0;
-		for (size_t i = 0; i < w.seen.n && !dup; i++)
-			dup = !memcmp(w.seen.h[i], h, FERRY_HASH_LEN);
-		if (dup)
+		if (!os_add(&w.seen, h))
 			continue;
-		hs_add(&w.seen, h);
 		sqlite3_reset(st);
 		sqlite3_bind_blob(st, 1, h, FERRY_HASH_LEN, SQLITE_STATIC);
 		assert_int_equal(sqlite3_step(st), SQLITE_ROW);
@@ -113,7 +149,7 @@ static void tree_blocks(const uint8_t *root, struct hset *out)
 	hs_sort(&w.blocks);
 	*out = w.blocks;
 	free(w.nodes_todo.h);
-	free(w.seen.h);
+	os_free(&w.seen);
 }
 
 /* ---- the catalogue's view ---- */
@@ -136,16 +172,19 @@ static void cat_blocks(int64_t snap_id, struct hset *out)
 	assert_int_equal(out->n, n); /* one copy of each block per snapshot */
 }
 
+static sqlite3_stmt *st_sizes; /* finalized by teardown */
+
 static void sizes(const uint8_t *h, int64_t *ps, int64_t *ls)
 {
-	sqlite3_stmt *st = NULL;
-	assert_int_equal(sqlite3_prepare_v2(P->db, "SELECT psize, lsize FROM blocks WHERE hash = ?",
-					    -1, &st, NULL), SQLITE_OK);
-	sqlite3_bind_blob(st, 1, h, FERRY_HASH_LEN, SQLITE_STATIC);
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	*ps = sqlite3_column_int64(st, 0);
-	*ls = sqlite3_column_int64(st, 1);
-	sqlite3_finalize(st);
+	if (!st_sizes)
+		assert_int_equal(sqlite3_prepare_v2(P->db, "SELECT psize, lsize FROM blocks"
+						    " WHERE hash = ?", -1, &st_sizes, NULL), SQLITE_OK);
+	sqlite3_reset(st_sizes);
+	sqlite3_bind_blob(st_sizes, 1, h, FERRY_HASH_LEN, SQLITE_STATIC);
+	assert_int_equal(sqlite3_step(st_sizes), SQLITE_ROW);
+	*ps = sqlite3_column_int64(st_sizes, 0);
+	*ls = sqlite3_column_int64(st_sizes, 1);
+	sqlite3_reset(st_sizes);
 }
 
 static int64_t q1(const char *sql)
@@ -256,7 +295,8 @@ struct counted {
 };
 
 struct census_walk {
-	struct hset todo, seen;
+	struct hset todo;
+	struct oset seen;
 	struct counted *v;
 	size_t n, cap;
 };
@@ -316,13 +356,9 @@ static int check_census(const struct store_ds *ds, int step)
 	census_child(&w, 0, root);
 	while (w.todo.n) {
 		uint8_t h[FERRY_HASH_LEN];
-		int dup = 0;
 		memcpy(h, w.todo.h[--w.todo.n], FERRY_HASH_LEN);
-		for (size_t i = 0; i < w.seen.n && !dup; i++)
-			dup = !memcmp(w.seen.h[i], h, FERRY_HASH_LEN);
-		if (dup)
+		if (!os_add(&w.seen, h))
 			continue;
-		hs_add(&w.seen, h);
 		sqlite3_reset(rd);
 		sqlite3_bind_blob(rd, 1, h, FERRY_HASH_LEN, SQLITE_STATIC);
 		assert_int_equal(sqlite3_step(rd), SQLITE_ROW);
@@ -367,7 +403,7 @@ static int check_census(const struct store_ds *ds, int step)
 			 ds->name, rows, distinct);
 	free(w.v);
 	free(w.todo.h);
-	free(w.seen.h);
+	os_free(&w.seen);
 	return 1;
 }
 
@@ -501,6 +537,51 @@ static void test_random_histories(void **state)
 		assert_true(censuses >= steps / 4);
 }
 
+/* A directory of 20,000 files: a census built from nothing queues more
+ * expansions than it holds in memory (the rest wait in a TEMP table) and
+ * sums more children than its map holds (applied when full); then kept
+ * through changes, and checked against the tree each time. */
+static void test_wide_census(void **state)
+{
+	char src[512], path[600], name[16];
+	struct store_ds ds;
+	struct capture_opts o;
+	struct capture_stats st;
+	(void)state;
+	snprintf(src, sizeof src, "%s/wide", dir);
+	assert_int_equal(mkdir(src, 0755), 0);
+	for (int i = 0; i < 20000; i++) {
+		snprintf(path, sizeof path, "%s/w%05d", src, i);
+		FILE *f = fopen(path, "w");
+		assert_non_null(f);
+		fprintf(f, "wide %d\n", i % 19000); /* some files share their block */
+		fclose(f);
+	}
+	assert_int_equal(store_ds_create(P, "tank/wide", STORE_DS_FILESYSTEM, 0, NULL, 0), 0);
+	assert_int_equal(store_ds_lookup(P, "tank/wide", &ds), 0);
+	memset(&o, 0, sizeof o);
+	o.from = src;
+	o.threads = 1;
+	seed = 0;
+	for (int step = 0; step < 4; step++) {
+		if (step) {
+			/* a file's only block goes; a file goes whose twin keeps
+			 * its blocklist */
+			snprintf(path, sizeof path, "%s/w%05d", src, 5000 + step);
+			FILE *f = fopen(path, "w");
+			assert_non_null(f);
+			fprintf(f, "changed %d\n", step);
+			fclose(f);
+			snprintf(path, sizeof path, "%s/w%05d", src, 100 + step);
+			assert_int_equal(unlink(path), 0);
+		}
+		snprintf(name, sizeof name, "w%d", step);
+		assert_int_equal(capture_snapshot(P, &ds, name, &o, &st), 0);
+		check_ds(&ds, step);
+		assert_int_equal(check_census(&ds, step), step > 0);
+	}
+}
+
 static int setup(void **state)
 {
 	char path[256];
@@ -520,6 +601,7 @@ static int teardown(void **state)
 {
 	char cmd[300];
 	(void)state;
+	sqlite3_finalize(st_sizes);
 	store_pool_close(P);
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	return system(cmd) == 0 ? 0 : -1;
@@ -529,6 +611,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_random_histories),
+		cmocka_unit_test(test_wide_census),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
