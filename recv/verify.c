@@ -8,7 +8,10 @@
  * only for its span, against the file that names it), and the snapshot's
  * references are the base's corrected by what changed
  * (store_writer_refs_since), so the cost is the stream's, not the
- * dataset's. */
+ * dataset's. Nor is a pool blocklist's span checked again where the
+ * new directory's entry is the same as its base's at the same path
+ * (same name, type, size and blocklist): the base's commit checked that
+ * pair. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,6 +150,104 @@ out:
 	return rc;
 }
 
+/* A shallow walk's view of the base: for each directory the walk has
+ * open, the base's directory at the same path, if it has one. */
+struct vold {
+	struct node_dir *d; /* by level */
+	unsigned char *have;
+	size_t cap;
+	int pend_type;      /* the base's directory for the next enter: type, */
+	uint8_t pend[FERRY_HASH_LEN]; /* ... hash (type 0: none) */
+};
+
+static int vold_rd(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, struct fbuf *out)
+{
+	struct rcv *r = arg;
+	return store_pnodes_read(r->pn, hash, type, out);
+}
+
+/* The base's entry named like e in the directory open at level, or NULL. */
+static const struct node_entry *vold_find(struct rcv *r, unsigned level, const struct node_entry *e)
+{
+	struct vold *v = r->vold;
+	if (!v || level >= v->cap || !v->have[level])
+		return NULL;
+	const struct node_dir *d = &v->d[level];
+	size_t lo = 0, hi = d->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct node_entry *m = &d->ents[mid];
+		size_t n = m->name_len < e->name_len ? m->name_len : e->name_len;
+		int c = memcmp(m->name, e->name, n);
+		if (!c)
+			c = m->name_len < e->name_len ? -1 : m->name_len > e->name_len;
+		if (!c)
+			return m;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* The directory about to be opened at level: its base version, the one
+ * the last entry seen named. */
+static int vold_open(struct rcv *r, unsigned level)
+{
+	struct vold *v = r->vold;
+	int rc;
+	if (!v)
+		return 0;
+	if (level >= v->cap) {
+		size_t cap = v->cap ? 2 * v->cap : 64;
+		while (cap <= level)
+			cap *= 2;
+		struct node_dir *d = realloc(v->d, cap * sizeof *d);
+		if (!d)
+			return ferry_err(FERR_NOMEM, "walking a tree");
+		v->d = d;
+		unsigned char *h = realloc(v->have, cap);
+		if (!h)
+			return ferry_err(FERR_NOMEM, "walking a tree");
+		v->have = h;
+		memset(v->d + v->cap, 0, (cap - v->cap) * sizeof *d);
+		memset(v->have + v->cap, 0, cap - v->cap);
+		v->cap = cap;
+	}
+	v->have[level] = 0;
+	if (!v->pend_type)
+		return 0;
+	if ((rc = node_dir_load(vold_rd, r, v->pend_type, v->pend, &v->d[level])) < 0)
+		return rc;
+	v->have[level] = 1;
+	v->pend_type = 0;
+	return 0;
+}
+
+static void vold_close(struct rcv *r, unsigned level)
+{
+	struct vold *v = r->vold;
+	if (v && level < v->cap && v->have[level]) {
+		node_dir_release(&v->d[level]);
+		v->have[level] = 0;
+	}
+}
+
+static void vold_free(struct rcv *r)
+{
+	struct vold *v = r->vold;
+	if (!v)
+		return;
+	for (size_t i = 0; i < v->cap; i++)
+		if (v->have[i])
+			node_dir_release(&v->d[i]);
+	free(v->d);
+	free(v->have);
+	free(v);
+	r->vold = NULL;
+}
+
 /* The tree walk at END (node_tree_walk): a directory reached before is
  * not walked again ('D' key in seen, added when it is left). */
 static int wd_enter(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], unsigned level)
@@ -159,22 +260,39 @@ static int wd_enter(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], uns
 		return rc;
 	if (r->shallow && (rc = is_obj(r, hash)) <= 0)
 		return rc < 0 ? rc : 1; /* the pool's: not opened */
-	return 0;
+	return vold_open(r, level);
 }
 
 static int wd_entry(void *arg, const struct node_walk_entry *we)
 {
 	struct rcv *r = arg;
 	const struct node_entry *e = we->e;
-	if (e->ftype == NODE_F_REG && e->child_type)
-		return walk_bl(r, e->child_type, e->child, e->size, 0);
-	return 0;
+	const struct node_entry *o = vold_find(r, we->level - 1, e);
+	int rc;
+	if (e->ftype == NODE_F_DIR && r->vold) {
+		/* the base's directory of that name, for wd_enter */
+		r->vold->pend_type = o && o->ftype == NODE_F_DIR ? o->child_type : 0;
+		if (r->vold->pend_type)
+			memcpy(r->vold->pend, o->child, FERRY_HASH_LEN);
+	}
+	if (e->ftype != NODE_F_REG || !e->child_type)
+		return 0;
+	/* the same file as the base's: its span was checked, unless the
+	 * stream brought the blocklist (then it is the stream's to reach) */
+	if (o && o->ftype == NODE_F_REG && o->child_type == e->child_type && o->size == e->size &&
+	    !memcmp(o->child, e->child, FERRY_HASH_LEN)) {
+		if ((rc = is_obj(r, e->child)) != 0)
+			return rc < 0 ? rc : walk_bl(r, e->child_type, e->child, e->size, 0);
+		return 0;
+	}
+	return walk_bl(r, e->child_type, e->child, e->size, 0);
 }
 
 static int wd_leave(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], unsigned level)
 {
 	struct rcv *r = arg;
 	uint8_t vkey[KEY_LEN];
+	vold_close(r, level);
 	recv_key(vkey, 'D', hash);
 	int rc = store_hset_add(r->seen, vkey, sizeof vkey, 0);
 	return rc < 0 ? rc : 0;
@@ -184,6 +302,34 @@ static int walk_dir(struct rcv *r, int type, const uint8_t *hash)
 {
 	static const struct node_walk_ops ops = {wd_enter, wd_entry, wd_leave};
 	return node_tree_walk(walk_rd, r, type, hash, &ops, r);
+}
+
+/* For a shallow walk: the base's root directory, the first the walk
+ * will open. */
+static int vold_start(struct rcv *r, const uint8_t *base_root)
+{
+	struct node_entry e;
+	struct node_xattr *xa = NULL;
+	struct fbuf rb;
+	int rc, t, kind;
+	if (!(r->vold = calloc(1, sizeof *r->vold)))
+		return ferry_err(FERR_NOMEM, "walking a tree");
+	fbuf_init(&rb, NODE_MAX);
+	if ((rc = store_pnodes_read(r->pn, base_root, &t, &rb)) < 0)
+		goto out;
+	if (t != NODE_EXT || (rc = node_root_decode(rb.data, rb.len, &kind, &e, &xa)) < 0) {
+		if (rc >= 0)
+			rc = ferry_err(FERR_CORRUPT, "the base snapshot's root is not a root node");
+		goto out;
+	}
+	if (kind == NODE_ROOT_FILESYSTEM && e.child_type) {
+		r->vold->pend_type = e.child_type;
+		memcpy(r->vold->pend, e.child, FERRY_HASH_LEN);
+	}
+out:
+	free(xa);
+	fbuf_release(&rb);
+	return rc;
 }
 
 static int walk_tree(struct rcv *r, const struct stream_begin *b)
@@ -240,7 +386,13 @@ int recv_sub_verify(struct rcv *r, struct sub *s)
 					 "pool");
 	}
 	r->shallow = b->from_guid && s->have_base && !r->dryrun;
-	if ((rc = walk_tree(r, b)) < 0)
+	if (r->shallow && (rc = vold_start(r, s->base_root)) < 0) {
+		vold_free(r);
+		return rc;
+	}
+	rc = walk_tree(r, b);
+	vold_free(r);
+	if (rc < 0)
 		return rc;
 	if (r->reached != r->objs_n)
 		return ferry_err(FERR_CORRUPT, "the stream carries %llu objects the snapshot does "

@@ -28,6 +28,7 @@ done
 echo "the same content" >"$S/dup1"
 echo "the same content" >"$S/d2/dup2"
 seq 1 30000 >"$S/big"
+echo "the copy" >"$S/copy"
 dd if="$S/big" of="$S/reccopy" bs=16384 skip=1 count=1 status=none
 
 sqlq() { sqlite3 "$1/catalog.db" "$2"; }
@@ -128,6 +129,22 @@ echo "6" >"$S/d1/f3"
 step 5b 6
 both "the next incremental after recv -F"
 is "$(rows "$T/p/bk")" "$(rows "$T/p/tank")" "bk's rebuilt census has as many rows as tank's kept one"
+
+# an incremental whose entry "copy" names the base's blocklist of "copy"
+# for a file one byte longer: the receive's walk skips an entry only when
+# it is the base's at the same path, size included, so this is refused
+guid=$(ferry get -H -p -o value guid bk/fs@6)
+bh=$(python3 -c 'import hashlib; print(hashlib.blake2b(b"the copy\n", digest_size=32).hexdigest())')
+leaf=$(sqlq "$T/p/bk" "SELECT hex(hash) FROM nodes WHERE type = 2 AND length(data) = 41
+	AND substr(data, 1, 5) = x'0100000001' AND substr(data, 10, 32) = x'$bh'")
+mkdir "$T/h"
+run "$FERRY_TOOLS/mkhostile" -i "$guid" "$leaf" 9 "$T/h"
+is "$rc" 0 "mkhostile -i writes the incremental cases"
+before=$(figures bk)
+refused 1 "blocklist covers 9 bytes, its file 10" \
+	"an entry naming the base's blocklist at the same path with another size is refused" \
+	ferry recv bk/fs <"$T/h/incr-span.stream"
+is "$(figures bk)" "$before" "nothing of it is committed"
 
 # a destroyed dataset's census goes with it
 ferry create -o source="$S" tank/other
