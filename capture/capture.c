@@ -257,7 +257,7 @@ int capture_snapshot(struct store_pool *p, const struct store_ds *ds, const char
 	}
 	if (c.have_base && (r = store_writer_refs_since(c.w, c.base_id, c.base_root, root, NULL, NULL)) < 0)
 		goto out;
-	if ((r = store_writer_nrefs(c.w, &st->blocks_total)) < 0)
+	if (o->count_blocks && (r = store_writer_nrefs(c.w, &st->blocks_total)) < 0)
 		goto out;
 	store_writer_counters(c.w, &st->blocks_written, &st->bytes_written);
 	cap_progress(&c, 1);

@@ -14,7 +14,8 @@ struct capture_stats {
 	uint64_t files_read, files_reused, files_changed_during, dirs, symlinks, specials;
 	uint64_t bytes_read;      /* logical bytes read from the source */
 	uint64_t blocks_written, bytes_written; /* new blocks and their packed bytes */
-	uint64_t blocks_total;    /* blocks referenced by the new snapshot */
+	uint64_t blocks_total;    /* the blocks met so far; at the end, with count_blocks,
+				   * the blocks the new snapshot references */
 	uint64_t warnings, unreadable;
 };
 struct capture_opts {
@@ -25,6 +26,9 @@ struct capture_opts {
 	uint64_t creation_ns;     /* the snapshot's creation time; 0: now */
 	int cross_fs;             /* descend into other filesystems */
 	unsigned threads;         /* 0: one per CPU */
+	/* fill blocks_total: a count over the snapshot's references, whose
+	 * cost grows with the dataset, not the change (else it is 0) */
+	int count_blocks;
 	/* warn: a path that was skipped or changed, with why; progress: called
 	 * now and then with the running counters. Both may be NULL. */
 	void (*warn)(void *arg, const char *path, const char *msg);

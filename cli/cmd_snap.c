@@ -74,6 +74,7 @@ static int snapshot_one(struct store_pool *p, const struct store_ds *ds, const c
 	o.cross_fs = cross_fs;
 	o.warn = snap_warn_cb;
 	o.arg = &pg;
+	o.count_blocks = verbose || snap_json; /* the summary's "blocks" */
 	if (pg.meter.on)
 		o.progress = progress_cb;
 	uint64_t t0 = ferry_now_ns();

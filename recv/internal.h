@@ -64,7 +64,7 @@ struct rcv {
 				     * with this (id CODEC_OFF: no claim) */
 	int dryrun;
 	int shallow;                /* verify: the pool's nodes are not opened */
-	struct vold *vold;          /* verify, shallow: the base's directories on the path */
+	struct node_twin *vold;     /* verify, shallow: the base's directories on the path */
 	/* package */
 	int in_pkg;
 	uint32_t pkg_flags;

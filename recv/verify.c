@@ -150,102 +150,10 @@ out:
 	return rc;
 }
 
-/* A shallow walk's view of the base: for each directory the walk has
- * open, the base's directory at the same path, if it has one. */
-struct vold {
-	struct node_dir *d; /* by level */
-	unsigned char *have;
-	size_t cap;
-	int pend_type;      /* the base's directory for the next enter: type, */
-	uint8_t pend[FERRY_HASH_LEN]; /* ... hash (type 0: none) */
-};
-
 static int vold_rd(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, struct fbuf *out)
 {
 	struct rcv *r = arg;
 	return store_pnodes_read(r->pn, hash, type, out);
-}
-
-/* The base's entry named like e in the directory open at level, or NULL. */
-static const struct node_entry *vold_find(struct rcv *r, unsigned level, const struct node_entry *e)
-{
-	struct vold *v = r->vold;
-	if (!v || level >= v->cap || !v->have[level])
-		return NULL;
-	const struct node_dir *d = &v->d[level];
-	size_t lo = 0, hi = d->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct node_entry *m = &d->ents[mid];
-		size_t n = m->name_len < e->name_len ? m->name_len : e->name_len;
-		int c = memcmp(m->name, e->name, n);
-		if (!c)
-			c = m->name_len < e->name_len ? -1 : m->name_len > e->name_len;
-		if (!c)
-			return m;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
-/* The directory about to be opened at level: its base version, the one
- * the last entry seen named. */
-static int vold_open(struct rcv *r, unsigned level)
-{
-	struct vold *v = r->vold;
-	int rc;
-	if (!v)
-		return 0;
-	if (level >= v->cap) {
-		size_t cap = v->cap ? 2 * v->cap : 64;
-		while (cap <= level)
-			cap *= 2;
-		struct node_dir *d = realloc(v->d, cap * sizeof *d);
-		if (!d)
-			return ferry_err(FERR_NOMEM, "walking a tree");
-		v->d = d;
-		unsigned char *h = realloc(v->have, cap);
-		if (!h)
-			return ferry_err(FERR_NOMEM, "walking a tree");
-		v->have = h;
-		memset(v->d + v->cap, 0, (cap - v->cap) * sizeof *d);
-		memset(v->have + v->cap, 0, cap - v->cap);
-		v->cap = cap;
-	}
-	v->have[level] = 0;
-	if (!v->pend_type)
-		return 0;
-	if ((rc = node_dir_load(vold_rd, r, v->pend_type, v->pend, &v->d[level])) < 0)
-		return rc;
-	v->have[level] = 1;
-	v->pend_type = 0;
-	return 0;
-}
-
-static void vold_close(struct rcv *r, unsigned level)
-{
-	struct vold *v = r->vold;
-	if (v && level < v->cap && v->have[level]) {
-		node_dir_release(&v->d[level]);
-		v->have[level] = 0;
-	}
-}
-
-static void vold_free(struct rcv *r)
-{
-	struct vold *v = r->vold;
-	if (!v)
-		return;
-	for (size_t i = 0; i < v->cap; i++)
-		if (v->have[i])
-			node_dir_release(&v->d[i]);
-	free(v->d);
-	free(v->have);
-	free(v);
-	r->vold = NULL;
 }
 
 /* The tree walk at END (node_tree_walk): a directory reached before is
@@ -260,27 +168,22 @@ static int wd_enter(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], uns
 		return rc;
 	if (r->shallow && (rc = is_obj(r, hash)) <= 0)
 		return rc < 0 ? rc : 1; /* the pool's: not opened */
-	return vold_open(r, level);
+	return node_twin_open(r->vold, level);
 }
 
 static int wd_entry(void *arg, const struct node_walk_entry *we)
 {
 	struct rcv *r = arg;
 	const struct node_entry *e = we->e;
-	const struct node_entry *o = vold_find(r, we->level - 1, e);
+	const struct node_entry *o = node_twin_find(r->vold, we->level - 1, e);
 	int rc;
-	if (e->ftype == NODE_F_DIR && r->vold) {
-		/* the base's directory of that name, for wd_enter */
-		r->vold->pend_type = o && o->ftype == NODE_F_DIR ? o->child_type : 0;
-		if (r->vold->pend_type)
-			memcpy(r->vold->pend, o->child, FERRY_HASH_LEN);
-	}
+	if (e->ftype == NODE_F_DIR)
+		node_twin_next(r->vold, o); /* the base's directory of that name */
 	if (e->ftype != NODE_F_REG || !e->child_type)
 		return 0;
 	/* the same file as the base's: its span was checked, unless the
 	 * stream brought the blocklist (then it is the stream's to reach) */
-	if (o && o->ftype == NODE_F_REG && o->child_type == e->child_type && o->size == e->size &&
-	    !memcmp(o->child, e->child, FERRY_HASH_LEN)) {
+	if (node_twin_same(e, o) && o->size == e->size) {
 		if ((rc = is_obj(r, e->child)) != 0)
 			return rc < 0 ? rc : walk_bl(r, e->child_type, e->child, e->size, 0);
 		return 0;
@@ -292,7 +195,7 @@ static int wd_leave(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], uns
 {
 	struct rcv *r = arg;
 	uint8_t vkey[KEY_LEN];
-	vold_close(r, level);
+	node_twin_close(r->vold, level);
 	recv_key(vkey, 'D', hash);
 	int rc = store_hset_add(r->seen, vkey, sizeof vkey, 0);
 	return rc < 0 ? rc : 0;
@@ -305,15 +208,13 @@ static int walk_dir(struct rcv *r, int type, const uint8_t *hash)
 }
 
 /* For a shallow walk: the base's root directory, the first the walk
- * will open. */
+ * will open, as the twin of the new tree's. */
 static int vold_start(struct rcv *r, const uint8_t *base_root)
 {
 	struct node_entry e;
 	struct node_xattr *xa = NULL;
 	struct fbuf rb;
 	int rc, t, kind;
-	if (!(r->vold = calloc(1, sizeof *r->vold)))
-		return ferry_err(FERR_NOMEM, "walking a tree");
 	fbuf_init(&rb, NODE_MAX);
 	if ((rc = store_pnodes_read(r->pn, base_root, &t, &rb)) < 0)
 		goto out;
@@ -322,10 +223,8 @@ static int vold_start(struct rcv *r, const uint8_t *base_root)
 			rc = ferry_err(FERR_CORRUPT, "the base snapshot's root is not a root node");
 		goto out;
 	}
-	if (kind == NODE_ROOT_FILESYSTEM && e.child_type) {
-		r->vold->pend_type = e.child_type;
-		memcpy(r->vold->pend, e.child, FERRY_HASH_LEN);
-	}
+	rc = node_twin_new(vold_rd, r, kind == NODE_ROOT_FILESYSTEM ? e.child_type : 0, e.child,
+			   &r->vold);
 out:
 	free(xa);
 	fbuf_release(&rb);
@@ -386,12 +285,11 @@ int recv_sub_verify(struct rcv *r, struct sub *s)
 					 "pool");
 	}
 	r->shallow = b->from_guid && s->have_base && !r->dryrun;
-	if (r->shallow && (rc = vold_start(r, s->base_root)) < 0) {
-		vold_free(r);
+	if (r->shallow && (rc = vold_start(r, s->base_root)) < 0)
 		return rc;
-	}
 	rc = walk_tree(r, b);
-	vold_free(r);
+	node_twin_free(r->vold);
+	r->vold = NULL;
 	if (rc < 0)
 		return rc;
 	if (r->reached != r->objs_n)

@@ -533,6 +533,12 @@ static int state_is(struct store_pool *p, int64_t ds_id, const uint8_t *root, in
 	return r;
 }
 
+int census_describes(struct store_pool *p, int64_t ds_id, const uint8_t root[FERRY_HASH_LEN],
+		     int *yes)
+{
+	return state_is(p, ds_id, root, yes);
+}
+
 /* Counts, in the TEMP tables, the tree root of dataset ds_id: as a change
  * to the stored counts of base_root (full 0), or from nothing (full 1).
  * Without a writer, the nodes are the pool's. -FERR_CORRUPT when the

@@ -408,6 +408,8 @@ int life_apply_set(struct store_pool *p, int64_t ds_id, int64_t txg, int64_t bor
 /* The same as a change to the newest snapshot: temp.l_set the blocks the
  * writer references, temp.r_gone the hashes gone (refs.c); gone[] what
  * died (psize, lsize). */
+/* life_apply_delta's statement for the gone blocks (for tests/unit/test_plans). */
+extern const char life_sql_gone[];
 int life_apply_delta(struct store_pool *p, int64_t ds_id, int64_t txg, int64_t born[2],
 		     int64_t gone[2]) FERRY_WUR;
 /* The psize of the blocks of snapshot txg t of ds_id that no other
@@ -440,6 +442,9 @@ enum census_mode {
 };
 /* The census tables (CREATE IF NOT EXISTS), for a writable open. */
 const char *census_schema_sql(void);
+/* *yes 1 when dataset ds_id's census describes the tree root. */
+int census_describes(struct store_pool *p, int64_t ds_id, const uint8_t root[FERRY_HASH_LEN],
+		     int *yes) FERRY_WUR;
 /* Counts the new tree root of dataset ds_id into the writer's TEMP tables:
  * as a change to the stored counts when they describe base_root, else,
  * when need, from nothing (a walk of the whole tree). *ready 1 when the

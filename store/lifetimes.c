@@ -149,6 +149,16 @@ int life_apply_set(struct store_pool *p, int64_t ds_id, int64_t txg, int64_t bor
 	return run(p, born_sum_sql, 2, a, 2, born, "summing block references");
 }
 
+/* The dataset's live rows of the gone hashes: from the few gone hashes
+ * to their blocks to the rows, in that order (CROSS JOIN: left alone,
+ * SQLite took every live row of the dataset first, 0.47 s at 1,000,000
+ * files for a 0.1 % change; tests/unit/test_plans checks the plan). */
+const char life_sql_gone[] =
+	"INSERT OR IGNORE INTO temp.l_gone(block_id) SELECT r.block_id"
+	" FROM temp.r_gone g CROSS JOIN blocks b ON b.hash = g.hash"
+	" CROSS JOIN ds_refs r ON r.ds_id = ?1 AND r.block_id = b.id AND r.died IS NULL"
+	" WHERE b.id NOT IN (SELECT block_id FROM temp.l_set)";
+
 int life_apply_delta(struct store_pool *p, int64_t ds_id, int64_t txg, int64_t born[2],
 		     int64_t gone[2])
 {
@@ -157,11 +167,7 @@ int life_apply_delta(struct store_pool *p, int64_t ds_id, int64_t txg, int64_t b
 	/* l_set: the blocks the writer references (what it wrote or read
 	 * again); temp.r_gone: the hashes refs.c found gone from the base's
 	 * tree and not used by the rest of the new one */
-	if ((r = run(p, "INSERT OR IGNORE INTO temp.l_gone(block_id) SELECT r.block_id"
-			" FROM temp.r_gone g JOIN blocks b ON b.hash = g.hash"
-			" JOIN ds_refs r ON r.ds_id = ?1 AND r.block_id = b.id AND r.died IS NULL"
-			" WHERE b.id NOT IN (SELECT block_id FROM temp.l_set)", 1, a, 0, NULL,
-		     "recording block references")) < 0 ||
+	if ((r = run(p, life_sql_gone, 1, a, 0, NULL, "recording block references")) < 0 ||
 	    (r = run(p, "SELECT coalesce(sum(b.psize), 0), coalesce(sum(b.lsize), 0)"
 			" FROM temp.l_gone g JOIN blocks b ON b.id = g.block_id", 0, NULL, 2, gone,
 		     "summing block references")) < 0 ||

@@ -60,6 +60,12 @@ struct refs {
 		*st_gone, *st_live, *st_page, *st_has_ref;
 	store_node_pred is_new;
 	void *arg;
+	/* W1 and W2 leave alone an entry that is the same in both trees at
+	 * the same path (only when the census settles W4: such an entry's
+	 * subtree is neither kept nor hit, which the walk of W4 needs) */
+	int skip;
+	const uint8_t *root, *base_root;
+	struct node_twin *tw;
 	uint8_t *filter;
 	uint64_t left;  /* W4: candidates not yet found in the tree */
 	struct fbuf nb; /* the blocklist node being read */
@@ -232,24 +238,28 @@ static int w_enter(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], unsi
 	struct side *s = arg;
 	struct refs *x = s->x;
 	int r;
-	(void)level;
 	if (s->side == SIDE_LIVE && !x->left)
 		return 1;
 	if (s->side == SIDE_NEW && (r = callers(x, hash)) <= 0)
 		return r < 0 ? r : (r = keep(x, hash, type)) < 0 ? r : 1;
 	if (s->side == SIDE_OLD && (r = run_changes(x, x->st_hit, hash, "walking a tree")) != 0)
 		return r < 0 ? r : 1;
-	if ((r = first_visit(x, s->side, hash)) < 0)
-		return r;
-	return r ? 0 : 1;
+	if ((r = first_visit(x, s->side, hash)) <= 0)
+		return r < 0 ? r : 1;
+	return node_twin_open(x->tw, level); /* descending: the other tree's there too */
 }
 
 static int w_entry(void *arg, const struct node_walk_entry *we)
 {
 	struct side *s = arg;
 	const struct node_entry *e = we->e;
+	const struct node_entry *o = node_twin_find(s->x->tw, we->level - 1, e);
 	if (s->side == SIDE_LIVE && !s->x->left)
 		return 1;
+	if (o && node_twin_same(e, o))
+		return 1; /* the same in both trees */
+	if (e->ftype == NODE_F_DIR)
+		node_twin_next(s->x->tw, o);
 	if (e->ftype == NODE_F_REG && e->child_type) {
 		int r = bl_walk(s->x, s->side, e->child_type, e->child, 0);
 		return r < 0 ? r : 0;
@@ -257,7 +267,14 @@ static int w_entry(void *arg, const struct node_walk_entry *we)
 	return 0;
 }
 
-static const struct node_walk_ops walk_ops = {w_enter, w_entry, NULL};
+static int w_leave(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], unsigned level)
+{
+	struct side *s = arg;
+	node_twin_close(s->x->tw, level);
+	return 0;
+}
+
+static const struct node_walk_ops walk_ops = {w_enter, w_entry, w_leave};
 
 /* Walks, as side, the tree or image under the node of the given type
  * (a directory, a blocklist, or 0 for nothing). */
@@ -271,25 +288,47 @@ static int walk_child(struct refs *x, int side, int type, const uint8_t *hash, i
 	return bl_walk(x, side, type, hash, 0);
 }
 
-/* Walks the snapshot tree under root node root as side. */
-static int walk_root(struct refs *x, int side, const uint8_t *root)
+/* The root directory of the snapshot tree under root node root (type 0:
+ * a volume). */
+static int root_dir(struct refs *x, const uint8_t *root, int *type, uint8_t *hash, int *kind)
 {
 	struct fbuf b;
 	struct node_entry e;
 	struct node_xattr *xa = NULL;
-	int r, t, kind;
+	int r, t;
 	fbuf_init(&b, NODE_MAX);
 	if ((r = rd_node(x, root, &t, &b)) < 0)
 		goto out;
-	if (t != NODE_EXT || (r = node_root_decode(b.data, b.len, &kind, &e, &xa)) < 0) {
+	if (t != NODE_EXT || (r = node_root_decode(b.data, b.len, kind, &e, &xa)) < 0) {
 		if (r >= 0)
 			r = ferry_err(FERR_CORRUPT, "a snapshot's root is not a root node");
 		goto out;
 	}
-	r = walk_child(x, side, e.child_type, e.child, kind == NODE_ROOT_FILESYSTEM);
+	*type = e.child_type;
+	memcpy(hash, e.child, FERRY_HASH_LEN);
 out:
 	free(xa);
 	fbuf_release(&b);
+	return r;
+}
+
+/* Walks the snapshot tree under root node root as side; W1 and W2 with
+ * x->skip carry the other tree's directories along (walk_ops). */
+static int walk_root(struct refs *x, int side, const uint8_t *root)
+{
+	uint8_t h[FERRY_HASH_LEN], oh[FERRY_HASH_LEN];
+	int r, t = 0, kind = 0, ot = 0, okind = 0;
+	if ((r = root_dir(x, root, &t, h, &kind)) < 0)
+		return r;
+	if (x->skip && (side == SIDE_NEW || side == SIDE_OLD) && kind == NODE_ROOT_FILESYSTEM) {
+		if ((r = root_dir(x, side == SIDE_NEW ? x->base_root : x->root, &ot, oh, &okind)) < 0 ||
+		    (r = node_twin_new(rd_node, x, okind == NODE_ROOT_FILESYSTEM ? ot : 0, oh,
+				       &x->tw)) < 0)
+			return r;
+	}
+	r = walk_child(x, side, t, h, kind == NODE_ROOT_FILESYSTEM);
+	node_twin_free(x->tw);
+	x->tw = NULL;
 	return r;
 }
 
@@ -444,6 +483,16 @@ int store_writer_refs_since(struct store_writer *w, int64_t base_id,
 	 * (lifetimes.c), nothing is seeded */
 	if ((r = delta_ok(p, base_id, &delta, &ds_id)) < 0)
 		goto out;
+	/* a census of the base: kept up to date first, and W1 and W2 then
+	 * skip what the two trees share */
+	int ready = 0, counted = 0;
+	if (delta && changed && (r = census_describes(p, ds_id, base_root, &counted)) < 0)
+		goto out;
+	if (counted && (r = census_prepare(w, ds_id, base_root, root, 1, &ready)) < 0)
+		goto out;
+	x.skip = ready;
+	x.root = root;
+	x.base_root = base_root;
 	/* W1-W3 */
 	if (changed && ((r = walk_root(&x, SIDE_NEW, root)) < 0 ||
 			(r = walk_root(&x, SIDE_OLD, base_root)) < 0 ||
@@ -463,12 +512,12 @@ int store_writer_refs_since(struct store_writer *w, int64_t base_id,
 					     " AND f.level = s.level)")) < 0 ||
 		    (r = count_gone(&x, &n)) < 0)
 			goto out;
-		/* the dataset's census (census.c) says which are still named,
-		 * kept up to date here whenever it describes the base, built
-		 * from the new tree when there is none and it is needed; with
-		 * none, the walk */
-		int ready = 0;
-		if (delta && (r = census_prepare(w, ds_id, base_root, root, n > 0, &ready)) < 0)
+		/* the dataset's census (census.c) says which are still named:
+		 * kept up to date above when it describes the base, built from
+		 * the new tree here when there is none and it is needed; with
+		 * none, the walk (and then nothing was skipped) */
+		if (delta && !counted && (r = census_prepare(w, ds_id, base_root, root, n > 0,
+							     &ready)) < 0)
 			goto out;
 		if (n && ready) {
 			if ((r = writer_batch_op(w)) < 0 || (r = census_drop_live(p)) < 0)

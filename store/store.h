@@ -526,6 +526,29 @@ struct node_walk_ops {
 int node_tree_walk(node_read_fn rd, void *rdarg, int type, const uint8_t hash[FERRY_HASH_LEN],
 		   const struct node_walk_ops *ops, void *arg) FERRY_WUR;
 
+/* The other tree's directory along a node_tree_walk's path (twin.c): a
+ * walker of one tree carries the directory another tree (a base, or the
+ * new tree) has at the same path, to leave alone the entries that are
+ * the same in both. Start it with the other tree's root directory (type
+ * 0: none); in the entry callback, node_twin_find gives the other's entry
+ * of the same name in the directory open at level (the entry's level - 1)
+ * and node_twin_next names the directory to open next (call it for every
+ * directory entry the walk will descend into); in enter, when the walk
+ * descends, node_twin_open(level); in leave, node_twin_close(level). A
+ * NULL twin is allowed everywhere and finds nothing. */
+struct node_twin;
+int node_twin_new(node_read_fn rd, void *arg, int type, const uint8_t hash[FERRY_HASH_LEN],
+		  struct node_twin **out) FERRY_WUR;
+const struct node_entry *node_twin_find(const struct node_twin *t, unsigned level,
+					const struct node_entry *e);
+/* 1 when o is e's twin naming the same child (or both none) as the same
+ * kind of entry: the subtree or blocklist under it is the same. */
+int node_twin_same(const struct node_entry *e, const struct node_entry *o);
+void node_twin_next(struct node_twin *t, const struct node_entry *o);
+int node_twin_open(struct node_twin *t, unsigned level) FERRY_WUR;
+void node_twin_close(struct node_twin *t, unsigned level);
+void node_twin_free(struct node_twin *t);
+
 /* Root nodes: kind (filesystem or volume) and the root entry. */
 int node_root_encode(struct fbuf *out, int kind, const struct node_entry *e) FERRY_WUR;
 /* Decodes a root node; e borrows from buf and xa (caller frees *xa). */

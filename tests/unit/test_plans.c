@@ -87,10 +87,35 @@ static void test_snap_has_block(void **state)
 	assert_null(strstr(plan, "SCAN"));
 }
 
+/* An incremental's gone blocks (lifetimes.c): from the gone hashes (a
+ * TEMP table as small as the change) to the blocks by hash to the
+ * dataset's rows by key, never a scan of the dataset's live rows. */
+static void test_gone(void **state)
+{
+	char plan[2048];
+	(void)state;
+	assert_int_equal(life_temp_reset(P), 0);
+	assert_int_equal(cat_exec(P, "CREATE TEMP TABLE IF NOT EXISTS r_gone(hash BLOB PRIMARY KEY)"
+				     " WITHOUT ROWID"), 0);
+	plan_of(life_sql_gone, plan, sizeof plan);
+	print_message("%s", plan);
+	const char *g = strstr(plan, "SCAN g"), *b = strstr(plan, "SEARCH b USING"),
+		   *r = strstr(plan, "SEARCH r USING");
+	assert_non_null(g);
+	assert_non_null(b);
+	assert_non_null(r);
+	assert_true(g < b && b < r);
+	assert_non_null(strstr(b, "hash=?"));
+	assert_non_null(strstr(r, "ds_id=?"));
+	assert_non_null(strstr(r, "block_id=?"));
+	assert_null(strstr(g + 1, "SCAN"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_snap_has_block),
+		cmocka_unit_test(test_gone),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
