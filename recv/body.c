@@ -50,7 +50,7 @@ int recv_have_block(struct rcv *r, const uint8_t *hash, uint32_t *lsize)
 	return store_pnodes_has_block(r->pn, hash, lsize);
 }
 
-static int need_node(struct rcv *r, const uint8_t *hash, int type)
+int recv_need_node(struct rcv *r, const uint8_t *hash, int type)
 {
 	int t = 0, rc = have_node(r, hash, &t);
 	if (rc < 0)
@@ -99,7 +99,7 @@ static int check_dir_index(struct rcv *r, const uint8_t *b, size_t len)
 		    (fl == 2 && nm[0] == '.' && nm[1] == '.'))
 			return ferry_err(FERR_CORRUPT, "directory index child %u has a bad name", i);
 		pos += fl;
-		if ((rc = need_node(r, b + pos, NODE_DIR)) < 0)
+		if ((rc = recv_need_node(r, b + pos, NODE_DIR)) < 0)
 			return rc;
 		pos += FERRY_HASH_LEN;
 	}
@@ -108,8 +108,11 @@ static int check_dir_index(struct rcv *r, const uint8_t *b, size_t len)
 	return 0;
 }
 
-/* Decodes a node strictly and checks that everything it names is here. */
-static int check_node(struct rcv *r, const struct stream_node *nd, int is_root)
+/* Decodes a node strictly and checks that everything it names is here;
+ * a directory's entries only when defer is 0 (an incremental into its
+ * base: the END walk checks the entries that differ from the base's at
+ * the same path, recv/verify.c, and the others name what the base has). */
+static int check_node(struct rcv *r, const struct stream_node *nd, int is_root, int defer)
 {
 	struct node_dir d;
 	struct node_extent *x = NULL;
@@ -123,9 +126,9 @@ static int check_node(struct rcv *r, const struct stream_node *nd, int is_root)
 	case NODE_DIR:
 		if ((rc = node_dir_decode(nd->data, nd->len, &d)) < 0)
 			break;
-		for (size_t i = 0; i < d.n && rc == 0; i++)
+		for (size_t i = 0; !defer && i < d.n && rc == 0; i++)
 			if (d.ents[i].child_type)
-				rc = need_node(r, d.ents[i].child, d.ents[i].child_type);
+				rc = recv_need_node(r, d.ents[i].child, d.ents[i].child_type);
 		break;
 	case NODE_BLOCKLIST:
 		if ((rc = node_bl_decode(nd->data, nd->len, &x, &n)) < 0)
@@ -138,7 +141,7 @@ static int check_node(struct rcv *r, const struct stream_node *nd, int is_root)
 		if ((rc = node_bli_decode(nd->data, nd->len, &k, &n)) < 0)
 			break;
 		for (size_t i = 0; i < n && rc == 0; i++)
-			rc = need_node(r, k[i].hash, k[i].type);
+			rc = recv_need_node(r, k[i].hash, k[i].type);
 		break;
 	case NODE_EXT:
 		if (nd->len && nd->data[0] == NODE_EXT_ROOT) {
@@ -149,7 +152,7 @@ static int check_node(struct rcv *r, const struct stream_node *nd, int is_root)
 			if ((rc = node_root_decode(nd->data, nd->len, &kind, &e, &xa)) < 0)
 				break;
 			if (e.child_type)
-				rc = need_node(r, e.child, e.child_type);
+				rc = recv_need_node(r, e.child, e.child_type);
 			break;
 		}
 		rc = check_dir_index(r, nd->data, nd->len);
@@ -173,7 +176,8 @@ static int body_node(struct rcv *r, struct sub *s, const struct stream_record *r
 		return rc < 0 ? rc : recv_hash_err(FERR_CORRUPT, "duplicate node", rec->node.hash);
 	int is_root = !memcmp(rec->node.hash, s->b->root_hash, FERRY_HASH_LEN) &&
 		      rec->node.type == s->b->root_type;
-	if ((rc = check_node(r, &rec->node, is_root)) < 0 ||
+	int defer = s->b->from_guid && s->have_base && !r->dryrun; /* as r->shallow will be */
+	if ((rc = check_node(r, &rec->node, is_root, defer)) < 0 ||
 	    (rc = store_writer_put_node(r->w, rec->node.type, rec->node.data, rec->node.len, h)) < 0 ||
 	    (rc = store_hset_add(r->objs, key, sizeof key, rec->node.type)) < 0 ||
 	    (r->dry && (rc = store_hset_add(r->dry, key, sizeof key, rec->node.type)) < 0))

@@ -131,6 +131,10 @@ int recv_hash_err(int code, const char *what, const uint8_t *hash);
 /* 1 with *lsize when block hash is in this stream, an earlier one (dry
  * run) or the pool; else 0. */
 int recv_have_block(struct rcv *r, const uint8_t *hash, uint32_t *lsize) FERRY_WUR;
+/* 0 when node hash of that type is in this stream, an earlier one (dry
+ * run) or the pool; else -FERR_CORRUPT, "dangling reference" or
+ * "reference of the wrong type" naming it (body.c). */
+int recv_need_node(struct rcv *r, const uint8_t *hash, int type) FERRY_WUR;
 /* The records between BEGIN and END. */
 int recv_sub_body(struct rcv *r, struct sub *s) FERRY_WUR;
 /* The records between BEGIN and END of a substream that is skipped: read

@@ -8,10 +8,11 @@
  * only for its span, against the file that names it), and the snapshot's
  * references are the base's corrected by what changed
  * (store_writer_refs_since), so the cost is the stream's, not the
- * dataset's. Nor is a pool blocklist's span checked again where the
- * new directory's entry is the same as its base's at the same path
- * (same name, type, size and blocklist): the base's commit checked that
- * pair. */
+ * dataset's. Nor is an entry of a new directory looked up where it is
+ * the same as its base's at the same path (same name, type, child and,
+ * for a file, size): the base names that child, and its commit checked a
+ * blocklist's span. The other entries' children are looked up here, not
+ * as the directory arrives (recv/body.c leaves them to this walk). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,17 +178,23 @@ static int wd_entry(void *arg, const struct node_walk_entry *we)
 	const struct node_entry *e = we->e;
 	const struct node_entry *o = node_twin_find(r->vold, we->level - 1, e);
 	int rc;
+	if (!e->child_type)
+		return 0;
+	/* the same as the base's entry: it names what the base has, and a
+	 * file's span was checked, unless the stream brought the node (then
+	 * it is the stream's to reach) */
+	if (node_twin_same(e, o) && (e->ftype != NODE_F_REG || o->size == e->size)) {
+		if ((rc = is_obj(r, e->child)) == 0)
+			return e->ftype == NODE_F_DIR ? 1 : 0;
+		if (rc < 0)
+			return rc;
+	} else if (r->shallow && (rc = recv_need_node(r, e->child, e->child_type)) < 0) {
+		return rc; /* body.c left a new directory's entries to this walk */
+	}
 	if (e->ftype == NODE_F_DIR)
 		node_twin_next(r->vold, o); /* the base's directory of that name */
-	if (e->ftype != NODE_F_REG || !e->child_type)
+	if (e->ftype != NODE_F_REG)
 		return 0;
-	/* the same file as the base's: its span was checked, unless the
-	 * stream brought the blocklist (then it is the stream's to reach) */
-	if (node_twin_same(e, o) && o->size == e->size) {
-		if ((rc = is_obj(r, e->child)) != 0)
-			return rc < 0 ? rc : walk_bl(r, e->child_type, e->child, e->size, 0);
-		return 0;
-	}
 	return walk_bl(r, e->child_type, e->child, e->size, 0);
 }
 
