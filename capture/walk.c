@@ -17,24 +17,7 @@
 
 static const struct node_entry *old_find(const struct node_dir *old, const char *name)
 {
-	if (!old)
-		return NULL;
-	size_t lo = 0, hi = old->n, len = strlen(name);
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		const struct node_entry *e = &old->ents[mid];
-		size_t m = e->name_len < len ? e->name_len : len;
-		int cmp = memcmp(e->name, name, m);
-		if (!cmp)
-			cmp = (e->name_len > len) - (e->name_len < len);
-		if (!cmp)
-			return e;
-		if (cmp < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	return node_dir_find(old, (const uint8_t *)name, strlen(name));
 }
 
 struct dname {

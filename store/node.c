@@ -275,6 +275,26 @@ int node_dir_decode(const uint8_t *buf, size_t len, struct node_dir *d)
 	return dir_decode_caps(buf, len, d, &c);
 }
 
+const struct node_entry *node_dir_find(const struct node_dir *d, const uint8_t *name, size_t len)
+{
+	size_t lo = 0, hi = d ? d->n : 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct node_entry *e = &d->ents[mid];
+		size_t m = e->name_len < len ? e->name_len : len;
+		int cmp = memcmp(e->name, name, m);
+		if (!cmp)
+			cmp = (e->name_len > len) - (e->name_len < len);
+		if (!cmp)
+			return e;
+		if (cmp < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
 int node_dir_load(node_read_fn rdfn, void *arg, int type, const uint8_t hash[FERRY_HASH_LEN],
 		  struct node_dir *d)
 {

@@ -418,6 +418,10 @@ struct node_dir {
 };
 void node_dir_release(struct node_dir *d); /* d reusable (zeroed) afterwards */
 
+/* The entry of d named name (len bytes), by binary search, or NULL (d
+ * NULL too). */
+const struct node_entry *node_dir_find(const struct node_dir *d, const uint8_t *name, size_t len);
+
 /* Decodes the bytes of one type-1 node, appending its entries to d (the
  * caller keeps buf alive as long as d; node_dir_load does that). */
 int node_dir_decode(const uint8_t *buf, size_t len, struct node_dir *d) FERRY_WUR;

@@ -40,23 +40,7 @@ const struct node_entry *node_twin_find(const struct node_twin *t, unsigned leve
 {
 	if (!t || level >= t->cap || !t->have[level])
 		return NULL;
-	const struct node_dir *d = &t->d[level];
-	size_t lo = 0, hi = d->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct node_entry *m = &d->ents[mid];
-		size_t n = m->name_len < e->name_len ? m->name_len : e->name_len;
-		int c = memcmp(m->name, e->name, n);
-		if (!c)
-			c = m->name_len < e->name_len ? -1 : m->name_len > e->name_len;
-		if (!c)
-			return m;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	return node_dir_find(&t->d[level], e->name, e->name_len);
 }
 
 int node_twin_same(const struct node_entry *e, const struct node_entry *o)
