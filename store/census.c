@@ -35,8 +35,8 @@
  * while the writer prepares its snapshot; census_commit applies it inside
  * the snapshot's own transaction, so the counts and the snapshot commit
  * together or not at all. A dataset without counts for the base's root
- * gets them built from the new tree when refs.c needs them (a full walk,
- * once). A count that would go below 0 means the rows are not what they
+ * gets them built from the new tree by its next incremental that changes
+ * anything (a full walk, once). A count that would go below 0 means the rows are not what they
  * claim: the census is dropped for the dataset (refs.c falls back to the
  * walk) and rebuilt the next time. */
 #include <stdlib.h>
@@ -47,6 +47,9 @@
 #define MAP_BITS 16                  /* 65,536 slots: 2.6 MB */
 #define MAP_FILL ((1u << MAP_BITS) / 2)
 #define STACK_MAX 16384              /* expansions held in memory; the rest in TEMP */
+#define NODE_BITS 16                 /* node counts held in memory: 65,536 slots, 3.7 MB */
+
+size_t census_node_fill = (1u << NODE_BITS) / 4 * 3;
 
 static const char census_tables[] =
 	"CREATE TABLE IF NOT EXISTS census_state(ds_id INTEGER PRIMARY KEY, root BLOB NOT NULL);"
@@ -68,6 +71,16 @@ struct slot {
 	uint8_t hash[FERRY_HASH_LEN];
 	int64_t d;
 	uint8_t used, block;
+};
+
+/* A node's count while the change is being computed: base, its stored
+ * count; had, the change so far. The newest value of a node is here when
+ * the node is, else in temp.c_nodes (written there, in hash order, when
+ * the table fills and at the end). */
+struct nslot {
+	uint8_t hash[FERRY_HASH_LEN];
+	int64_t base, had;
+	uint8_t used;
 };
 
 /* A node to expand: sign +1 (its count left 0) or -1 (reached 0); or, sign
@@ -103,7 +116,12 @@ struct census {
 	int full; /* counting a tree from nothing: no stored count is read */
 	sqlite3_stmt *st_stored, *st_get, *st_put, *st_block, *st_push, *st_pop, *st_main, *st_tmp;
 	struct slot *map;
+	uint32_t *used; /* the used slots of map (nmap of them) */
 	size_t nmap;
+	struct nslot *nodes;
+	uint32_t *order; /* the used slots of nodes, in use order; sorted when written out */
+	size_t nnodes;
+	int dumped; /* temp.c_nodes holds rows */
 	struct todo *stack;
 	size_t nstack;
 	uint64_t spilled;
@@ -203,41 +221,90 @@ static int stored(struct census *c, const uint8_t *hash, int64_t *n)
 	return s == SQLITE_ROW || s == SQLITE_DONE ? 0 : cat_err(c->p, "counting a tree");
 }
 
+static struct nslot *node_slot(struct census *c, const uint8_t *hash)
+{
+	size_t i = (size_t)(get_le64(hash) & ((1u << NODE_BITS) - 1));
+	for (;; i = (i + 1) & ((1u << NODE_BITS) - 1))
+		if (!c->nodes[i].used || !memcmp(c->nodes[i].hash, hash, FERRY_HASH_LEN))
+			return &c->nodes[i];
+}
+
+static int order_cmp(const void *a, const void *b, void *arg)
+{
+	const struct nslot *v = arg;
+	return memcmp(v[*(const uint32_t *)a].hash, v[*(const uint32_t *)b].hash, FERRY_HASH_LEN);
+}
+
+/* Writes the node counts held in memory to temp.c_nodes, in hash order,
+ * and empties the table. */
+static int nodes_dump(struct census *c)
+{
+	size_t n = c->nnodes;
+	int r = 0;
+	qsort_r(c->order, n, sizeof *c->order, order_cmp, c->nodes);
+	for (size_t i = 0; i < n && r == 0; i++) {
+		struct nslot *s = &c->nodes[c->order[i]];
+		if ((r = batch(c)) < 0)
+			break;
+		sqlite3_reset(c->st_put);
+		sqlite3_bind_blob(c->st_put, 1, s->hash, FERRY_HASH_LEN, SQLITE_STATIC);
+		sqlite3_bind_int64(c->st_put, 2, s->base);
+		sqlite3_bind_int64(c->st_put, 3, s->had);
+		r = sqlite3_step(c->st_put) == SQLITE_DONE ? 0 : cat_err(c->p, "counting a tree");
+		sqlite3_reset(c->st_put);
+	}
+	for (size_t i = 0; i < n; i++)
+		c->nodes[c->order[i]].used = 0;
+	c->nnodes = 0;
+	if (n)
+		c->dumped = 1;
+	return r;
+}
+
 /* Adds d to node hash's count; *tr is 1 when the count left 0, -1 when it
  * reached 0, else 0. -FERR_CORRUPT when it would go below 0. */
 static int count_node(struct census *c, const uint8_t *hash, int64_t d, int *tr)
 {
-	int64_t base = 0, had = 0;
-	int r, s;
+	struct nslot *ns = node_slot(c, hash);
+	int r;
 	*tr = 0;
-	sqlite3_reset(c->st_get);
-	sqlite3_bind_blob(c->st_get, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
-	s = sqlite3_step(c->st_get);
-	if (s == SQLITE_ROW) {
-		base = sqlite3_column_int64(c->st_get, 0);
-		had = sqlite3_column_int64(c->st_get, 1);
+	if (!ns->used) {
+		int64_t base = 0, had = 0;
+		if (c->nnodes >= census_node_fill || c->nnodes >= (1u << NODE_BITS) / 4 * 3) {
+			if ((r = nodes_dump(c)) < 0)
+				return r;
+			ns = node_slot(c, hash);
+		}
+		int s = SQLITE_DONE;
+		if (c->dumped) {
+			sqlite3_reset(c->st_get);
+			sqlite3_bind_blob(c->st_get, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
+			s = sqlite3_step(c->st_get);
+			if (s == SQLITE_ROW) {
+				base = sqlite3_column_int64(c->st_get, 0);
+				had = sqlite3_column_int64(c->st_get, 1);
+			}
+			sqlite3_reset(c->st_get);
+			if (s != SQLITE_ROW && s != SQLITE_DONE)
+				return cat_err(c->p, "counting a tree");
+		}
+		if (s == SQLITE_DONE && (r = stored(c, hash, &base)) < 0)
+			return r;
+		ns->used = 1;
+		memcpy(ns->hash, hash, FERRY_HASH_LEN);
+		ns->base = base;
+		ns->had = had;
+		c->order[c->nnodes++] = (uint32_t)(ns - c->nodes);
 	}
-	sqlite3_reset(c->st_get);
-	if (s != SQLITE_ROW && s != SQLITE_DONE)
-		return cat_err(c->p, "counting a tree");
-	if (s == SQLITE_DONE && (r = stored(c, hash, &base)) < 0)
-		return r;
-	int64_t before = base + had, after = before + d;
+	int64_t before = ns->base + ns->had, after = before + d;
 	if (after < 0)
 		return ferry_err(FERR_CORRUPT, "a tree's census counts a node below zero");
-	if ((r = batch(c)) < 0)
-		return r;
-	sqlite3_reset(c->st_put);
-	sqlite3_bind_blob(c->st_put, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
-	sqlite3_bind_int64(c->st_put, 2, base);
-	sqlite3_bind_int64(c->st_put, 3, had + d);
-	r = sqlite3_step(c->st_put) == SQLITE_DONE ? 0 : cat_err(c->p, "counting a tree");
-	sqlite3_reset(c->st_put);
+	ns->had += d;
 	if (before == 0 && after > 0)
 		*tr = 1;
 	else if (before > 0 && after == 0)
 		*tr = -1;
-	return r;
+	return 0;
 }
 
 /* Adds d to node hash's count, queueing its expansion when it leaves 0
@@ -279,11 +346,9 @@ static int block_add(struct census *c, const uint8_t *hash, int64_t d)
 static int flush(struct census *c)
 {
 	int r = 0;
-	for (size_t i = 0; i < ((size_t)1 << MAP_BITS) && r == 0; i++) {
-		struct slot *s = &c->map[i];
-		if (!s->used)
-			continue;
-		if (s->d)
+	for (size_t i = 0; i < c->nmap; i++) {
+		struct slot *s = &c->map[c->used[i]];
+		if (s->d && r == 0)
 			r = s->block ? block_add(c, s->hash, s->d) : touch(c, s->hash, s->d);
 		s->used = 0;
 	}
@@ -304,7 +369,7 @@ static int add(struct census *c, int block, const uint8_t *hash, int64_t d)
 			s->block = (uint8_t)block;
 			memcpy(s->hash, hash, FERRY_HASH_LEN);
 			s->d = d;
-			c->nmap++;
+			c->used[c->nmap++] = (uint32_t)i;
 			return 0;
 		}
 		if (s->block == block && !memcmp(s->hash, hash, FERRY_HASH_LEN)) {
@@ -556,6 +621,9 @@ static int count(struct store_pool *p, struct store_writer *w, int64_t ds_id,
 	fbuf_init(&c.nb, NODE_MAX);
 	fbuf_init(&c.ob, NODE_MAX);
 	if (!(c.map = calloc((size_t)1 << MAP_BITS, sizeof *c.map)) ||
+	    !(c.used = malloc(MAP_FILL * sizeof *c.used)) ||
+	    !(c.nodes = calloc((size_t)1 << NODE_BITS, sizeof *c.nodes)) ||
+	    !(c.order = malloc(((size_t)1 << NODE_BITS) * sizeof *c.order)) ||
 	    !(c.stack = malloc(STACK_MAX * sizeof *c.stack))) {
 		r = ferry_err(FERR_NOMEM, "counting a tree");
 		goto out;
@@ -580,7 +648,7 @@ static int count(struct store_pool *p, struct store_writer *w, int64_t ds_id,
 		goto out;
 	/* the new root replaces the base's */
 	if ((r = full ? touch(&c, root, 1) : touch_pair(&c, root, base_root)) < 0 ||
-	    (r = settle(&c)) < 0)
+	    (r = settle(&c)) < 0 || (r = nodes_dump(&c)) < 0)
 		goto out;
 	if (!full) {
 		/* a block counted below 0: the rows are wrong */
@@ -607,6 +675,9 @@ out:
 	sqlite3_finalize(c.st_main);
 	sqlite3_finalize(c.st_tmp);
 	free(c.map);
+	free(c.used);
+	free(c.nodes);
+	free(c.order);
 	free(c.stack);
 	free(c.kn.v);
 	free(c.ko.v);

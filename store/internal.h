@@ -440,6 +440,10 @@ enum census_mode {
 	CENSUS_FULL,  /* the new tree's counts, from nothing */
 	CENSUS_DROP,  /* the base's rows proved wrong: the commit drops them */
 };
+/* How many node counts a census change holds in memory before it writes
+ * them to its TEMP table (at most 49,152; tests lower it to reach that
+ * path). */
+extern size_t census_node_fill;
 /* The census tables (CREATE IF NOT EXISTS), for a writable open. */
 const char *census_schema_sql(void);
 /* *yes 1 when dataset ds_id's census describes the tree root. */

@@ -243,6 +243,10 @@ static int dir_decode_caps(const uint8_t *buf, size_t len, struct node_dir *d, s
 	/* each entry takes at least 2 + 1 + ENTRY_FIXED + 2 + 1 bytes */
 	if (n > (len - 4) / (ENTRY_FIXED + 6))
 		return ferry_err(FERR_CORRUPT, "directory node claims %u entries", n);
+	/* room for all of them at once (n is bounded by len just above): a
+	 * large directory grown entry by entry costs copies */
+	if (n && (rc = VEC_GROW(d->ents, c->ents, d->n + n - 1, 16, "decoding a directory")) < 0)
+		return rc;
 	size_t first = d->n;
 	for (uint32_t i = 0; i < n; i++) {
 		struct node_xattr *xa = NULL;

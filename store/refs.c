@@ -31,8 +31,9 @@
  *       still be used by the unchanged part of the tree (the same block
  *       in an unchanged file). In the row-cheap case the dataset's census
  *       (census.c: how many times the tree names each block, kept by
- *       every such commit, built from the new tree the first time it is
- *       needed) answers for all of them in one statement. Otherwise the
+ *       every such commit, built from the new tree by the dataset's first
+ *       incremental that changes anything, before W1) answers for all of
+ *       them in one statement. Otherwise the
  *       hit subtrees are walked to find them, one node read a file, no
  *       statement a block unless an in-memory filter says the block may
  *       be a candidate.
@@ -483,12 +484,12 @@ int store_writer_refs_since(struct store_writer *w, int64_t base_id,
 	 * (lifetimes.c), nothing is seeded */
 	if ((r = delta_ok(p, base_id, &delta, &ds_id)) < 0)
 		goto out;
-	/* a census of the base: kept up to date first, and W1 and W2 then
-	 * skip what the two trees share */
-	int ready = 0, counted = 0;
-	if (delta && changed && (r = census_describes(p, ds_id, base_root, &counted)) < 0)
-		goto out;
-	if (counted && (r = census_prepare(w, ds_id, base_root, root, 1, &ready)) < 0)
+	/* the dataset's census, first: brought from the base's tree to the
+	 * new one at the cost of the change when it describes the base, else
+	 * counted from the new tree (once per dataset, about what one walk of
+	 * W4 costs); W1 and W2 then skip what the two trees share */
+	int ready = 0;
+	if (delta && changed && (r = census_prepare(w, ds_id, base_root, root, 1, &ready)) < 0)
 		goto out;
 	x.skip = ready;
 	x.root = root;
@@ -512,13 +513,9 @@ int store_writer_refs_since(struct store_writer *w, int64_t base_id,
 					     " AND f.level = s.level)")) < 0 ||
 		    (r = count_gone(&x, &n)) < 0)
 			goto out;
-		/* the dataset's census (census.c) says which are still named:
-		 * kept up to date above when it describes the base, built from
-		 * the new tree here when there is none and it is needed; with
-		 * none, the walk (and then nothing was skipped) */
-		if (delta && !counted && (r = census_prepare(w, ds_id, base_root, root, n > 0,
-							     &ready)) < 0)
-			goto out;
+		/* the census says which are still named; without it (not
+		 * the row-cheap case, or rows found wrong), the walk, and then
+		 * nothing was skipped */
 		if (n && ready) {
 			if ((r = writer_batch_op(w)) < 0 || (r = census_drop_live(p)) < 0)
 				goto out;

@@ -4,7 +4,8 @@
 # or receive whether a block a change let go of is still named elsewhere
 # in the tree, without walking it (issue 14). This checks when the census
 # exists and which tree it describes: none after a full snapshot; built by
-# the first incremental that lets a block go; moved along by every later
+# the first incremental that changes anything (before the walks that then
+# skip what the two trees share); moved along by every later
 # snapshot, capture and receive; following the newest snapshot left when
 # the newest is destroyed or rolled back (recv -F too); dropped, not
 # trusted, when its rows prove wrong. Blocks a change let go of while
@@ -62,10 +63,17 @@ ferry send tank/fs@1 | ferry recv bk/fs
 is "$(census "$T/p/tank")|$(census "$T/p/bk")" "|" "no census after a full snapshot and a full receive"
 
 sleep 0.05
-# a file's block goes: the first incremental that lets one go counts the tree
+# a file added, no block let go: the first incremental that changes
+# anything counts the tree
+echo "added" >"$S/d1/added"
+step 1 1a
+both "the first incremental, which only adds"
+
+sleep 0.05
+# a file's block goes: the census kept, not rebuilt
 echo "more" >>"$S/d0/f3"
-step 1 2
-both "the first incremental that lets a block go"
+step 1a 2
+both "an incremental that lets a block go"
 
 sleep 0.05
 # dup1 changes while d2/dup2 keeps its block (and its blocklist); reccopy
