@@ -171,37 +171,50 @@ static int push(struct census *c, const uint8_t *hash, const uint8_t *old, int s
 	return r;
 }
 
+/* Moves up to half a stack of the newest spilled expansions back into
+ * memory (the stack is empty), and deletes their rows in one statement. */
+static int refill(struct census *c)
+{
+	int64_t low = INT64_MAX;
+	int r = 0, s;
+	sqlite3_reset(c->st_pop);
+	sqlite3_bind_int(c->st_pop, 1, STACK_MAX / 2);
+	while ((s = sqlite3_step(c->st_pop)) == SQLITE_ROW) {
+		const void *h = sqlite3_column_blob(c->st_pop, 1), *o = sqlite3_column_blob(c->st_pop, 2);
+		if (sqlite3_column_bytes(c->st_pop, 1) != FERRY_HASH_LEN || !h ||
+		    sqlite3_column_bytes(c->st_pop, 2) != FERRY_HASH_LEN || !o) {
+			r = ferry_err(FERR_CATALOG, "a pending census row is damaged");
+			break;
+		}
+		struct todo *t = &c->stack[c->nstack++];
+		memcpy(t->hash, h, FERRY_HASH_LEN);
+		memcpy(t->old, o, FERRY_HASH_LEN);
+		int sign = sqlite3_column_int(c->st_pop, 3);
+		t->sign = sign < 0 ? -1 : sign > 0 ? 1 : 0;
+		low = sqlite3_column_int64(c->st_pop, 0);
+	}
+	if (r == 0 && s != SQLITE_ROW && s != SQLITE_DONE)
+		r = cat_err(c->p, "counting a tree");
+	sqlite3_reset(c->st_pop);
+	if (r < 0)
+		return r;
+	if (!c->nstack || c->nstack > c->spilled)
+		return ferry_err(FERR_CATALOG, "the pending census rows are not what were written");
+	c->spilled -= c->nstack;
+	if ((r = batch(c)) < 0)
+		return r;
+	return cat_exec_i64(c->p, "DELETE FROM temp.c_todo WHERE seq >= ?", low);
+}
+
 /* 1 and the next expansion in *t, 0 when there is none. */
 static int pop(struct census *c, struct todo *t)
 {
 	int r;
-	if (c->nstack) {
-		*t = c->stack[--c->nstack];
-		return 1;
-	}
-	if (!c->spilled)
-		return 0;
-	sqlite3_reset(c->st_pop);
-	if (sqlite3_step(c->st_pop) != SQLITE_ROW) {
-		sqlite3_reset(c->st_pop);
-		return cat_err(c->p, "counting a tree");
-	}
-	int64_t seq = sqlite3_column_int64(c->st_pop, 0);
-	const void *h = sqlite3_column_blob(c->st_pop, 1), *o = sqlite3_column_blob(c->st_pop, 2);
-	if (sqlite3_column_bytes(c->st_pop, 1) != FERRY_HASH_LEN || !h ||
-	    sqlite3_column_bytes(c->st_pop, 2) != FERRY_HASH_LEN || !o) {
-		sqlite3_reset(c->st_pop);
-		return ferry_err(FERR_CATALOG, "a pending census row is damaged");
-	}
-	memcpy(t->hash, h, FERRY_HASH_LEN);
-	memcpy(t->old, o, FERRY_HASH_LEN);
-	int sign = sqlite3_column_int(c->st_pop, 3);
-	t->sign = sign < 0 ? -1 : sign > 0 ? 1 : 0;
-	sqlite3_reset(c->st_pop);
-	c->spilled--;
-	if ((r = batch(c)) < 0 ||
-	    (r = cat_exec_i64(c->p, "DELETE FROM temp.c_todo WHERE seq = ?", seq)) < 0)
+	if (!c->nstack && c->spilled && (r = refill(c)) < 0)
 		return r;
+	if (!c->nstack)
+		return 0;
+	*t = c->stack[--c->nstack];
 	return 1;
 }
 
@@ -342,10 +355,21 @@ static int block_add(struct census *c, const uint8_t *hash, int64_t d)
 	return r;
 }
 
-/* Applies the summed changes and empties the map. */
+static int used_cmp(const void *a, const void *b, void *arg)
+{
+	const struct slot *x = (const struct slot *)arg + *(const uint32_t *)a,
+			  *y = (const struct slot *)arg + *(const uint32_t *)b;
+	if (x->block != y->block)
+		return (int)x->block - (int)y->block;
+	return memcmp(x->hash, y->hash, FERRY_HASH_LEN);
+}
+
+/* Applies the summed changes, in hash order (neighbouring rows of the
+ * TEMP tables one after another), and empties the map. */
 static int flush(struct census *c)
 {
 	int r = 0;
+	qsort_r(c->used, c->nmap, sizeof *c->used, used_cmp, c->map);
 	for (size_t i = 0; i < c->nmap; i++) {
 		struct slot *s = &c->map[c->used[i]];
 		if (s->d && r == 0)
@@ -640,7 +664,7 @@ static int count(struct store_pool *p, struct store_writer *w, int64_t ds_id,
 	    (r = cat_prepare(p, "INSERT INTO temp.c_todo(hash, old, sign) VALUES(?, ?, ?)",
 			     &c.st_push)) < 0 ||
 	    (r = cat_prepare(p, "SELECT seq, hash, old, sign FROM temp.c_todo ORDER BY seq DESC"
-			     " LIMIT 1",
+			     " LIMIT ?",
 			     &c.st_pop)) < 0 ||
 	    (r = cat_prepare(p, "SELECT type, data FROM main.nodes WHERE hash = ?", &c.st_main)) < 0 ||
 	    (r = cat_prepare(p, w ? "SELECT type, data FROM temp.w_nodes WHERE hash = ?"
