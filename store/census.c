@@ -3,17 +3,22 @@
  * changed, so that refs.c knows whether a block a change let go of is still
  * used elsewhere in the tree without walking the tree (issue 14, W4).
  *
- *   census_state(ds_id, root): the tree the counts describe, by its root
+ *   census2_state(ds_id, root): the tree the counts describe, by its root
  *       node's hash. A tree is its root: the counts are a function of it
  *       alone, so a rollback, a destroyed snapshot or a snapshot committed
  *       without the census leaves rows that are right for their root and
  *       simply not used until the dataset's newest root is that one again.
- *   census_nodes(ds_id, hash, n): every node reachable from root, n the
- *       number of (distinct reachable node, child slot) pairs naming it,
- *       plus 1 for root itself;
- *   census_blocks(ds_id, hash, n): every block named by a reachable
- *       blocklist, n the number of (distinct reachable blocklist, extent)
- *       pairs naming it.
+ *   census2_nodes(ds_id, hash, n): every node reachable from root but the
+ *       blocklists that only directory entries name, n the number of
+ *       (distinct reachable node, child slot) pairs naming it, plus 1 for
+ *       root itself, where a directory entry's slot naming a blocklist
+ *       does not count (its blocks do, below);
+ *   census2_blocks(ds_id, hash, n): every block of the tree, n the number
+ *       of (distinct reachable node, slot) pairs naming it: a counted
+ *       blocklist's extents, and the extents of the blocklist each entry
+ *       of a distinct reachable directory names. A directory entry's
+ *       blocklist is a leaf of the tree, the most numerous node: it has
+ *       no row, so a changed file costs no node row, only its blocks'.
  *
  * Reference counting over a DAG: a node's children count once for each
  * node that names them while its own count is above 0. A new snapshot adds
@@ -36,9 +41,9 @@
  * the snapshot's own transaction, so the counts and the snapshot commit
  * together or not at all. A dataset without counts for the base's root
  * gets them built from the new tree by its next incremental that changes
- * anything (a full walk, once). A count that would go below 0 means the rows are not what they
- * claim: the census is dropped for the dataset (refs.c falls back to the
- * walk) and rebuilt the next time. */
+ * anything (a full walk, once). A count that would go below 0 means the
+ * rows are not what they claim: the census is dropped for the dataset
+ * (refs.c falls back to the walk) and rebuilt the next time. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,11 +56,19 @@
 
 size_t census_node_fill = (1u << NODE_BITS) / 4 * 3;
 
+/* census_state, census_nodes and census_blocks were the first version's:
+ * a blocklist named by a directory entry had its own row there, and its
+ * blocks counted once however many entries named it. Its rows do not
+ * fit this version's counts, and are derived data: dropped, and this
+ * version's built by the next incremental. (A ferry of the first version
+ * finds no rows of its own and builds them.) */
 static const char census_tables[] =
-	"CREATE TABLE IF NOT EXISTS census_state(ds_id INTEGER PRIMARY KEY, root BLOB NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS census_nodes(ds_id INTEGER NOT NULL, hash BLOB NOT NULL,"
+	"DROP TABLE IF EXISTS census_state; DROP TABLE IF EXISTS census_nodes;"
+	"DROP TABLE IF EXISTS census_blocks;"
+	"CREATE TABLE IF NOT EXISTS census2_state(ds_id INTEGER PRIMARY KEY, root BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS census2_nodes(ds_id INTEGER NOT NULL, hash BLOB NOT NULL,"
 	"  n INTEGER NOT NULL, PRIMARY KEY(ds_id, hash)) WITHOUT ROWID;"
-	"CREATE TABLE IF NOT EXISTS census_blocks(ds_id INTEGER NOT NULL, hash BLOB NOT NULL,"
+	"CREATE TABLE IF NOT EXISTS census2_blocks(ds_id INTEGER NOT NULL, hash BLOB NOT NULL,"
 	"  n INTEGER NOT NULL, PRIMARY KEY(ds_id, hash)) WITHOUT ROWID;";
 
 static const char census_temp[] =
@@ -126,7 +139,7 @@ struct census {
 	size_t nstack;
 	uint64_t spilled;
 	int sign; /* of the node being expanded */
-	struct fbuf nb, ob;
+	struct fbuf nb, ob, lb; /* lb: a directory entry's blocklist */
 	struct kids kn, ko; /* a pair's children, new and old */
 	struct ptrs pn;     /* the nodes left of them */
 };
@@ -409,6 +422,47 @@ static int child(void *arg, int is_block, const uint8_t *hash)
 	return add(c, is_block, hash, c->sign);
 }
 
+/* The blocks of blocklist hash, named by a directory entry, count d
+ * each (the entry's slot counts its blocklist's blocks, not the node). */
+static int leaf_blocks(struct census *c, const uint8_t *hash, int64_t d)
+{
+	sqlite3_stmt *const sts[2] = {c->st_main, c->st_tmp};
+	int t, r;
+	if ((r = node_read_either(c->p, sts, hash, &t, &c->lb, "the writer's")) < 0)
+		return r;
+	if (t != NODE_BLOCKLIST)
+		return ferry_err(FERR_CORRUPT, "a directory entry names a node of type %d as a blocklist",
+				 t);
+	c->sign = (int)d;
+	return node_children(t, c->lb.data, c->lb.len, 1, child, c);
+}
+
+/* A directory entry's child counts d: its blocklist's blocks, or the
+ * node. */
+static int entry_child(struct census *c, const struct node_entry *e, int64_t d)
+{
+	if (!e->child_type)
+		return 0;
+	return e->child_type == NODE_BLOCKLIST ? leaf_blocks(c, e->child, d) : add(c, 0, e->child, d);
+}
+
+/* The children of node (type, b) count sign each. */
+static int expand(struct census *c, int type, const struct fbuf *b, int sign)
+{
+	struct node_dir d;
+	int r = 0;
+	if (type != NODE_DIR) {
+		c->sign = sign;
+		return node_children(type, b->data, b->len, 1, child, c);
+	}
+	memset(&d, 0, sizeof d);
+	if ((r = node_dir_decode(b->data, b->len, &d)) == 0)
+		for (size_t i = 0; i < d.n && r == 0; i++)
+			r = entry_child(c, &d.ents[i], sign);
+	node_dir_release(&d);
+	return r;
+}
+
 static int kid_cb(void *arg, int is_block, const uint8_t *hash)
 {
 	struct kids *k = arg;
@@ -454,21 +508,22 @@ static int pair_dirs(struct census *c)
 		const struct node_entry *b = k < dol.n ? &dol.ents[k] : NULL;
 		int cmp = !a ? 1 : !b ? -1 : name_cmp(a, b);
 		if (cmp < 0) {
-			if (a->child_type)
-				r = add(c, 0, a->child, 1);
+			r = entry_child(c, a, 1);
 			i++;
 		} else if (cmp > 0) {
-			if (b->child_type)
-				r = add(c, 0, b->child, -1);
+			r = entry_child(c, b, -1);
 			k++;
 		} else {
-			if (a->child_type && b->child_type) {
-				if (memcmp(a->child, b->child, FERRY_HASH_LEN))
-					r = touch_pair(c, a->child, b->child);
-			} else if (a->child_type) {
-				r = add(c, 0, a->child, 1);
-			} else if (b->child_type) {
-				r = add(c, 0, b->child, -1);
+			if (a->child_type == b->child_type &&
+			    (!a->child_type || !memcmp(a->child, b->child, FERRY_HASH_LEN))) {
+				/* the same child: nothing changes */
+			} else if (a->child_type && b->child_type && a->child_type != NODE_BLOCKLIST &&
+				   b->child_type != NODE_BLOCKLIST) {
+				r = touch_pair(c, a->child, b->child);
+			} else if ((r = entry_child(c, a, 1)) == 0) {
+				/* blocklists: their blocks, summed in the map, where
+				 * what the two share cancels */
+				r = entry_child(c, b, -1);
 			}
 			i++;
 			k++;
@@ -562,11 +617,9 @@ static int expand_pair(struct census *c, const uint8_t *nh, const uint8_t *oh)
 	    (r = node_read_either(c->p, sts, oh, &to, &c->ob, "the writer's")) < 0)
 		return r;
 	if (tn != to) {
-		c->sign = 1;
-		if ((r = node_children(tn, c->nb.data, c->nb.len, 1, child, c)) < 0)
+		if ((r = expand(c, tn, &c->nb, 1)) < 0)
 			return r;
-		c->sign = -1;
-		return node_children(to, c->ob.data, c->ob.len, 1, child, c);
+		return expand(c, to, &c->ob, -1);
 	}
 	return tn == NODE_DIR ? pair_dirs(c) : pair_other(c, tn);
 }
@@ -588,8 +641,7 @@ static int settle(struct census *c)
 			}
 			if ((s = node_read_either(c->p, sts, td.hash, &t, &c->nb, "the writer's")) < 0)
 				return s;
-			c->sign = td.sign;
-			if ((s = node_children(t, c->nb.data, c->nb.len, 1, child, c)) < 0)
+			if ((s = expand(c, t, &c->nb, td.sign)) < 0)
 				return s;
 		}
 		if (r < 0)
@@ -605,7 +657,7 @@ static int settle(struct census *c)
 static int state_is(struct store_pool *p, int64_t ds_id, const uint8_t *root, int *valid)
 {
 	sqlite3_stmt *st = NULL;
-	int r = cat_prepare(p, "SELECT root FROM census_state WHERE ds_id = ?", &st);
+	int r = cat_prepare(p, "SELECT root FROM census2_state WHERE ds_id = ?", &st);
 	*valid = 0;
 	if (r < 0)
 		return r;
@@ -644,6 +696,7 @@ static int count(struct store_pool *p, struct store_writer *w, int64_t ds_id,
 	c.full = full;
 	fbuf_init(&c.nb, NODE_MAX);
 	fbuf_init(&c.ob, NODE_MAX);
+	fbuf_init(&c.lb, NODE_MAX);
 	if (!(c.map = calloc((size_t)1 << MAP_BITS, sizeof *c.map)) ||
 	    !(c.used = malloc(MAP_FILL * sizeof *c.used)) ||
 	    !(c.nodes = calloc((size_t)1 << NODE_BITS, sizeof *c.nodes)) ||
@@ -654,7 +707,7 @@ static int count(struct store_pool *p, struct store_writer *w, int64_t ds_id,
 	}
 	if ((r = batch(&c)) < 0 || (r = cat_exec(p, census_temp)) < 0)
 		goto out;
-	if ((r = cat_prepare(p, "SELECT n FROM main.census_nodes WHERE ds_id = ?1 AND hash = ?2",
+	if ((r = cat_prepare(p, "SELECT n FROM main.census2_nodes WHERE ds_id = ?1 AND hash = ?2",
 			     &c.st_stored)) < 0 ||
 	    (r = cat_prepare(p, "SELECT base, d FROM temp.c_nodes WHERE hash = ?", &c.st_get)) < 0 ||
 	    (r = cat_prepare(p, "INSERT OR REPLACE INTO temp.c_nodes(hash, base, d) VALUES(?, ?, ?)",
@@ -678,7 +731,7 @@ static int count(struct store_pool *p, struct store_writer *w, int64_t ds_id,
 		/* a block counted below 0: the rows are wrong */
 		sqlite3_stmt *st = NULL;
 		if ((r = cat_prepare(p, "SELECT 1 FROM temp.c_blocks c WHERE c.d < 0 AND c.d +"
-				       " coalesce((SELECT n FROM main.census_blocks b WHERE b.ds_id = ?"
+				       " coalesce((SELECT n FROM main.census2_blocks b WHERE b.ds_id = ?"
 				       " AND b.hash = c.hash), 0) < 0 LIMIT 1", &st)) < 0)
 			goto out;
 		sqlite3_bind_int64(st, 1, ds_id);
@@ -708,6 +761,7 @@ out:
 	free(c.pn.v);
 	fbuf_release(&c.nb);
 	fbuf_release(&c.ob);
+	fbuf_release(&c.lb);
 	return r;
 }
 
@@ -747,7 +801,7 @@ int census_drop_live(struct store_pool *p)
 		return ferry_err(FERR_INVAL, "no census of the new tree");
 	if ((r = cat_prepare(p, "DELETE FROM temp.r_gone WHERE coalesce((SELECT d FROM temp.c_blocks c"
 			       " WHERE c.hash = r_gone.hash), 0) + ?2 * coalesce((SELECT n FROM"
-			       " main.census_blocks b WHERE b.ds_id = ?1 AND b.hash = r_gone.hash), 0)"
+			       " main.census2_blocks b WHERE b.ds_id = ?1 AND b.hash = r_gone.hash), 0)"
 			       " > 0", &st)) < 0)
 		return r;
 	sqlite3_bind_int64(st, 1, p->census_ds);
@@ -780,31 +834,31 @@ static int apply(struct store_pool *p, int mode, int64_t ds_id, const uint8_t *b
 {
 	int valid = 0, r;
 	if (mode == CENSUS_FULL) {
-		if ((r = exec_ds(p, "DELETE FROM census_state WHERE ds_id = ?1", ds_id, NULL)) < 0 ||
-		    (r = exec_ds(p, "DELETE FROM census_nodes WHERE ds_id = ?1", ds_id, NULL)) < 0 ||
-		    (r = exec_ds(p, "DELETE FROM census_blocks WHERE ds_id = ?1", ds_id, NULL)) < 0 ||
-		    (r = exec_ds(p, "INSERT INTO census_nodes(ds_id, hash, n) SELECT ?1, hash, d"
+		if ((r = exec_ds(p, "DELETE FROM census2_state WHERE ds_id = ?1", ds_id, NULL)) < 0 ||
+		    (r = exec_ds(p, "DELETE FROM census2_nodes WHERE ds_id = ?1", ds_id, NULL)) < 0 ||
+		    (r = exec_ds(p, "DELETE FROM census2_blocks WHERE ds_id = ?1", ds_id, NULL)) < 0 ||
+		    (r = exec_ds(p, "INSERT INTO census2_nodes(ds_id, hash, n) SELECT ?1, hash, d"
 				    " FROM temp.c_nodes WHERE d > 0 ORDER BY hash", ds_id, NULL)) < 0 ||
-		    (r = exec_ds(p, "INSERT INTO census_blocks(ds_id, hash, n) SELECT ?1, hash, d"
+		    (r = exec_ds(p, "INSERT INTO census2_blocks(ds_id, hash, n) SELECT ?1, hash, d"
 				    " FROM temp.c_blocks WHERE d > 0 ORDER BY hash", ds_id, NULL)) < 0)
 			return r;
-		return exec_ds(p, "INSERT INTO census_state(ds_id, root) VALUES(?1, ?2)", ds_id, root);
+		return exec_ds(p, "INSERT INTO census2_state(ds_id, root) VALUES(?1, ?2)", ds_id, root);
 	}
 	/* a change to the rows of the base's root, which they must still be */
 	if ((r = state_is(p, ds_id, base_root, &valid)) < 0 || !valid)
 		return r;
-	if ((r = exec_ds(p, "INSERT INTO census_nodes(ds_id, hash, n) SELECT ?1, hash, base + d"
+	if ((r = exec_ds(p, "INSERT INTO census2_nodes(ds_id, hash, n) SELECT ?1, hash, base + d"
 			    " FROM temp.c_nodes WHERE d != 0 AND base + d > 0 ORDER BY hash"
 			    " ON CONFLICT(ds_id, hash) DO UPDATE SET n = excluded.n", ds_id, NULL)) < 0 ||
-	    (r = exec_ds(p, "DELETE FROM census_nodes WHERE ds_id = ?1 AND hash IN (SELECT hash"
+	    (r = exec_ds(p, "DELETE FROM census2_nodes WHERE ds_id = ?1 AND hash IN (SELECT hash"
 			    " FROM temp.c_nodes WHERE d != 0 AND base + d = 0)", ds_id, NULL)) < 0 ||
-	    (r = exec_ds(p, "INSERT INTO census_blocks(ds_id, hash, n) SELECT ?1, hash, d"
+	    (r = exec_ds(p, "INSERT INTO census2_blocks(ds_id, hash, n) SELECT ?1, hash, d"
 			    " FROM temp.c_blocks WHERE d != 0 ORDER BY hash"
 			    " ON CONFLICT(ds_id, hash) DO UPDATE SET n = n + excluded.n", ds_id, NULL)) < 0 ||
-	    (r = exec_ds(p, "DELETE FROM census_blocks WHERE ds_id = ?1 AND n <= 0 AND hash IN"
+	    (r = exec_ds(p, "DELETE FROM census2_blocks WHERE ds_id = ?1 AND n <= 0 AND hash IN"
 			    " (SELECT hash FROM temp.c_blocks WHERE d < 0)", ds_id, NULL)) < 0)
 		return r;
-	return exec_ds(p, "UPDATE census_state SET root = ?2 WHERE ds_id = ?1", ds_id, root);
+	return exec_ds(p, "UPDATE census2_state SET root = ?2 WHERE ds_id = ?1", ds_id, root);
 }
 
 int census_commit(struct store_pool *p, int64_t ds_id, const uint8_t root[FERRY_HASH_LEN])
@@ -814,7 +868,7 @@ int census_commit(struct store_pool *p, int64_t ds_id, const uint8_t root[FERRY_
 	if (mode == CENSUS_NONE || p->census_ds != ds_id)
 		return 0;
 	if (mode == CENSUS_DROP)
-		return exec_ds(p, "DELETE FROM census_state WHERE ds_id = ?1", ds_id, NULL);
+		return exec_ds(p, "DELETE FROM census2_state WHERE ds_id = ?1", ds_id, NULL);
 	if (memcmp(root, p->census_root, FERRY_HASH_LEN))
 		return 0; /* not the tree counted: the rows stay what they were */
 	return apply(p, mode, ds_id, p->census_base, root);
@@ -827,7 +881,7 @@ int census_follow(struct store_pool *p, int64_t ds_id)
 	int have_now = 0, have_was = 0, r;
 	if ((r = cat_prepare(p, "SELECT (SELECT root FROM snapshots WHERE ds_id = ?1"
 			       " ORDER BY createtxg DESC LIMIT 1),"
-			       " (SELECT root FROM census_state WHERE ds_id = ?1)", &st)) < 0)
+			       " (SELECT root FROM census2_state WHERE ds_id = ?1)", &st)) < 0)
 		return r;
 	sqlite3_bind_int64(st, 1, ds_id);
 	if (sqlite3_step(st) != SQLITE_ROW) {
@@ -865,8 +919,8 @@ void census_forget(struct store_pool *p)
 int census_destroy(struct store_pool *p, int64_t ds_id)
 {
 	int r;
-	if ((r = cat_exec_i64(p, "DELETE FROM census_state WHERE ds_id = ?", ds_id)) < 0 ||
-	    (r = cat_exec_i64(p, "DELETE FROM census_nodes WHERE ds_id = ?", ds_id)) < 0)
+	if ((r = cat_exec_i64(p, "DELETE FROM census2_state WHERE ds_id = ?", ds_id)) < 0 ||
+	    (r = cat_exec_i64(p, "DELETE FROM census2_nodes WHERE ds_id = ?", ds_id)) < 0)
 		return r;
-	return cat_exec_i64(p, "DELETE FROM census_blocks WHERE ds_id = ?", ds_id);
+	return cat_exec_i64(p, "DELETE FROM census2_blocks WHERE ds_id = ?", ds_id);
 }

@@ -35,7 +35,7 @@ dd if="$S/big" of="$S/reccopy" bs=16384 skip=1 count=1 status=none
 sqlq() { sqlite3 "$1/catalog.db" "$2"; }
 # census POOLDIR: the root node the census of fs describes, or nothing
 census() {
-	sqlq "$1" "SELECT hex(c.root) FROM census_state c JOIN datasets d ON d.id = c.ds_id WHERE d.name = 'fs'"
+	sqlq "$1" "SELECT hex(c.root) FROM census2_state c JOIN datasets d ON d.id = c.ds_id WHERE d.name = 'fs'"
 }
 # newest POOLDIR: the root node of fs's newest snapshot
 newest() {
@@ -43,7 +43,7 @@ newest() {
 		WHERE d.name = 'fs' ORDER BY s.createtxg DESC LIMIT 1"
 }
 rows() {
-	sqlq "$1" "SELECT (SELECT count(*) FROM census_nodes) || ' ' || (SELECT count(*) FROM census_blocks)"
+	sqlq "$1" "SELECT (SELECT count(*) FROM census2_nodes) || ' ' || (SELECT count(*) FROM census2_blocks)"
 }
 # both DESC: the census of tank/fs and bk/fs describes each one's newest tree
 both() {
@@ -107,7 +107,7 @@ step 2 3b
 both "an incremental after the census followed a destroy"
 
 # rows that prove wrong are dropped, and the walk decides as before
-sqlq "$T/p/bk" "DELETE FROM census_blocks"
+sqlq "$T/p/bk" "DELETE FROM census2_blocks"
 sleep 0.05
 echo "4" >"$S/d0/f0"
 rm "$S/reccopy"
@@ -159,10 +159,23 @@ ferry create -o source="$S" tank/other
 ferry snapshot tank/other@a
 echo "x" >>"$S/d0/f0"
 ferry snapshot tank/other@b
-is "$(sqlq "$T/p/tank" "SELECT count(*) FROM census_state")" 2 "tank/other has a census"
+is "$(sqlq "$T/p/tank" "SELECT count(*) FROM census2_state")" 2 "tank/other has a census"
 ferry destroy -r tank/other
-is "$(sqlq "$T/p/tank" "SELECT count(*) FROM census_state")|$(rows "$T/p/tank")" \
+is "$(sqlq "$T/p/tank" "SELECT count(*) FROM census2_state")|$(rows "$T/p/tank")" \
 	"1|$(rows "$T/p/bk")" "destroying tank/other drops its census rows"
+
+# a census of the first version (its tables census_state, census_nodes
+# and census_blocks: counts of another kind) is dropped by the next
+# writable open, never read
+sqlq "$T/p/tank" "CREATE TABLE census_state(ds_id INTEGER PRIMARY KEY, root BLOB NOT NULL);
+	CREATE TABLE census_nodes(ds_id INTEGER NOT NULL, hash BLOB NOT NULL, n INTEGER NOT NULL,
+	PRIMARY KEY(ds_id, hash)) WITHOUT ROWID;
+	CREATE TABLE census_blocks(ds_id INTEGER NOT NULL, hash BLOB NOT NULL, n INTEGER NOT NULL,
+	PRIMARY KEY(ds_id, hash)) WITHOUT ROWID;
+	INSERT INTO census_state SELECT ds_id, root FROM census2_state"
+ferry gc tank >/dev/null
+is "$(sqlq "$T/p/tank" "SELECT count(*) FROM sqlite_master WHERE name LIKE 'census\_%' ESCAPE '\'")" 0 \
+	"the first version's census tables are dropped"
 
 # gc, then every snapshot restores and the figures equal pools that got
 # the same snapshots in one go
