@@ -54,7 +54,9 @@
 #define STACK_MAX 16384              /* expansions held in memory; the rest in TEMP */
 #define NODE_BITS 16                 /* node counts held in memory: 65,536 slots, 3.7 MB */
 
-size_t census_node_fill = (1u << NODE_BITS) / 4 * 3;
+#define NODE_FILL ((1u << NODE_BITS) / 4 * 3)
+
+size_t census_node_fill = NODE_FILL;
 
 /* census_state, census_nodes and census_blocks were the first version's:
  * a blocklist named by a directory entry had its own row there, and its
@@ -296,7 +298,7 @@ static int count_node(struct census *c, const uint8_t *hash, int64_t d, int *tr)
 	*tr = 0;
 	if (!ns->used) {
 		int64_t base = 0, had = 0;
-		if (c->nnodes >= census_node_fill || c->nnodes >= (1u << NODE_BITS) / 4 * 3) {
+		if (c->nnodes >= census_node_fill || c->nnodes >= NODE_FILL) {
 			if ((r = nodes_dump(c)) < 0)
 				return r;
 			ns = node_slot(c, hash);
@@ -674,12 +676,6 @@ static int state_is(struct store_pool *p, int64_t ds_id, const uint8_t *root, in
 	return r;
 }
 
-int census_describes(struct store_pool *p, int64_t ds_id, const uint8_t root[FERRY_HASH_LEN],
-		     int *yes)
-{
-	return state_is(p, ds_id, root, yes);
-}
-
 /* Counts, in the TEMP tables, the tree root of dataset ds_id: as a change
  * to the stored counts of base_root (full 0), or from nothing (full 1).
  * Without a writer, the nodes are the pool's. -FERR_CORRUPT when the
@@ -766,7 +762,7 @@ out:
 }
 
 int census_prepare(struct store_writer *w, int64_t ds_id, const uint8_t base_root[FERRY_HASH_LEN],
-		   const uint8_t root[FERRY_HASH_LEN], int need, int *ready)
+		   const uint8_t root[FERRY_HASH_LEN], int *ready)
 {
 	struct store_pool *p = writer_pool(w);
 	int valid = 0, r;
@@ -774,8 +770,6 @@ int census_prepare(struct store_writer *w, int64_t ds_id, const uint8_t base_roo
 	p->census_mode = CENSUS_NONE;
 	if ((r = state_is(p, ds_id, base_root, &valid)) < 0)
 		return r;
-	if (!valid && !need)
-		return 0; /* nothing to keep and nothing asked */
 	p->census_ds = ds_id;
 	if ((r = count(p, w, ds_id, base_root, root, !valid)) == -FERR_CORRUPT && valid) {
 		/* the rows are not what they claim: the commit drops them, the

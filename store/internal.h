@@ -446,17 +446,13 @@ enum census_mode {
 extern size_t census_node_fill;
 /* The census tables (CREATE IF NOT EXISTS), for a writable open. */
 const char *census_schema_sql(void);
-/* *yes 1 when dataset ds_id's census describes the tree root. */
-int census_describes(struct store_pool *p, int64_t ds_id, const uint8_t root[FERRY_HASH_LEN],
-		     int *yes) FERRY_WUR;
 /* Counts the new tree root of dataset ds_id into the writer's TEMP tables:
- * as a change to the stored counts when they describe base_root, else,
- * when need, from nothing (a walk of the whole tree). *ready 1 when the
- * counts of the new tree can be asked (census_drop_live); 0 when there
- * are none (no stored counts and no need, or stored ones that proved
- * wrong: the commit then drops them). */
+ * as a change to the stored counts when they describe base_root, else
+ * from nothing (a walk of the whole tree). *ready 1 when the counts of
+ * the new tree can be asked (census_drop_live); 0 when the stored ones
+ * proved wrong (the commit then drops them). */
 int census_prepare(struct store_writer *w, int64_t ds_id, const uint8_t base_root[FERRY_HASH_LEN],
-		   const uint8_t root[FERRY_HASH_LEN], int need, int *ready) FERRY_WUR;
+		   const uint8_t root[FERRY_HASH_LEN], int *ready) FERRY_WUR;
 /* Deletes from temp.r_gone (refs.c) every block the new tree still names,
  * after census_prepare made it ready. */
 int census_drop_live(struct store_pool *p) FERRY_WUR;

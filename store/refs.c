@@ -489,7 +489,7 @@ int store_writer_refs_since(struct store_writer *w, int64_t base_id,
 	 * counted from the new tree (once per dataset, about what one walk of
 	 * W4 costs); W1 and W2 then skip what the two trees share */
 	int ready = 0;
-	if (delta && changed && (r = census_prepare(w, ds_id, base_root, root, 1, &ready)) < 0)
+	if (delta && changed && (r = census_prepare(w, ds_id, base_root, root, &ready)) < 0)
 		goto out;
 	x.skip = ready;
 	x.root = root;
