@@ -243,7 +243,7 @@ static int queue_extent(void *arg, const struct node_extent *x, uint64_t off)
 	if ((rc = rjob_get(r, &j)) < 0)
 		return rc;
 	rc = store_block_read_stored(r->rd, x->hash, (struct codec_spec){CODEC_OFF, 0}, &j->c, &ls,
-				     &j->payload);
+				     &j->payload, NULL);
 	if (rc == 0 && ls != x->len)
 		rc = ferry_err(FERR_CORRUPT, "block is %u bytes, expected %llu", ls,
 			       (unsigned long long)x->len);
@@ -337,7 +337,7 @@ int rst_queue_small(struct rst *r, int dirfd, const char *name, const struct nod
 		return rc;
 	if (fe.n && !fe.x.hole) {
 		rc = store_block_read_stored(r->rd, fe.x.hash, (struct codec_spec){CODEC_OFF, 0}, &j->c,
-					     &ls, &j->payload);
+					     &ls, &j->payload, NULL);
 		if (rc == 0 && ls != fe.x.len)
 			rc = ferry_err(FERR_CORRUPT, "block is %u bytes, expected %llu", ls,
 				       (unsigned long long)fe.x.len);

@@ -385,7 +385,7 @@ static int rep_node(struct rep *x, const struct store_scrub_err *e)
 static int pool_block(void *arg, const uint8_t hash[FERRY_HASH_LEN], struct codec_spec prefer,
 		      struct codec_spec *codec, uint32_t *lsize, struct fbuf *out)
 {
-	if (store_block_read_stored(arg, hash, prefer, codec, lsize, out) < 0) {
+	if (store_block_read_stored(arg, hash, prefer, codec, lsize, out, NULL) < 0) {
 		ferry_err_clear(); /* missing, or its own copy unreadable: not held */
 		return 1;
 	}

@@ -18,6 +18,7 @@ struct sjob {
 	uint32_t lsize;
 	struct codec_spec c, to;    /* as stored, and as asked */
 	struct fbuf in;             /* the stored payload */
+	int vouched;                /* its pack's CRC-32C tail matched it */
 	struct store_block_loc loc; /* where it was read */
 	uint8_t *lbuf, *sbuf;
 	size_t sbuf_cap;
@@ -179,16 +180,27 @@ static int block_payload(struct snd *s, const uint8_t *hash, uint32_t lsize,
 }
 
 /* On a worker: the stored block is checked (every block that leaves the
- * pool is, as stored too), then goes through the storage rule for the
- * codec asked (-c: its own, so it is kept): a zero block is encoded rather
- * than made a hole, as the receiver's blocklist names it. */
+ * pool is), then goes through the storage rule for the codec asked (-c:
+ * its own, so it is kept): a zero block is encoded rather than made a
+ * hole, as the receiver's blocklist names it. Where the pack's CRC-32C
+ * vouches for the stored bytes (store_block_read_stored), that is the
+ * check and the block is only decoded: the receiver decodes and hashes
+ * every block it takes, so a second cryptographic pass here would only
+ * repeat it. Else the block is decoded and hashed here. */
 static int sjob_fn(void *jv, void *ctx)
 {
 	struct sjob *j = jv;
 	struct store_block out;
 	int r;
-	if ((r = store_block_verify(j->c, j->in.data, j->in.len, j->lsize, j->hash, j->lbuf,
-				    STREAM_BLOCK_MAX)) < 0)
+	if (!j->vouched)
+		r = store_block_verify(j->c, j->in.data, j->in.len, j->lsize, j->hash, j->lbuf,
+				       STREAM_BLOCK_MAX);
+	else if (j->c.id == CODEC_OFF)
+		r = j->in.len == j->lsize ? 0 : ferry_err(FERR_CORRUPT, "raw block of %zu bytes",
+							  j->in.len);
+	else
+		r = codec_decode(j->c, j->in.data, j->in.len, j->lbuf, j->lsize);
+	if (r < 0)
 		return store_block_damage(j->hash, &j->loc, r);
 	struct store_block_in in = {.codec = j->c, .payload = j->in.data, .psize = j->in.len,
 				    .lsize = j->lsize, .hash = j->hash, .checked = 1,
@@ -244,7 +256,7 @@ int send_blocks_drain(struct snd *s)
 }
 
 /* Reads block hash as stored and hands its check (and recompression) to
- * the pipeline. */
+ * the pipeline, or, kept and vouched for by its pack's CRC, writes it. */
 static int pend_submit(struct snd *s, const uint8_t *hash, uint32_t lsize)
 {
 	void *jv;
@@ -262,7 +274,8 @@ static int pend_submit(struct snd *s, const uint8_t *hash, uint32_t lsize)
 			return ferry_err(FERR_NOMEM, "sending");
 		}
 	}
-	if ((r = store_block_read_stored(s->rd, hash, s->prefer, &j->c, &ls, &j->in)) < 0)
+	if ((r = store_block_read_stored(s->rd, hash, s->prefer, &j->c, &ls, &j->in,
+					 &j->vouched)) < 0)
 		return send_damage(s, hash, r);
 	store_reader_last_loc(s->rd, &j->loc);
 	if (ls != lsize)
@@ -270,6 +283,18 @@ static int pend_submit(struct snd *s, const uint8_t *hash, uint32_t lsize)
 	memcpy(j->hash, hash, FERRY_HASH_LEN);
 	j->lsize = lsize;
 	j->to = s->o->flags & SEND_RECOMPRESS ? s->o->codec : j->c; /* -c: as stored */
+	if (j->vouched && codec_equal(j->to, j->c)) {
+		/* kept as stored, and vouched for by its CRC: nothing for a
+		 * worker to do, so its WRITE goes out from here, after the
+		 * blocks in flight; the slot, not submitted, is handed out
+		 * again */
+		struct stream_write w = {.lsize = lsize, .codec = j->c.id, .level = j->c.level,
+					 .psize = (uint32_t)j->in.len, .data = j->in.data};
+		memcpy(w.hash, hash, FERRY_HASH_LEN);
+		if ((r = send_blocks_drain(s)) < 0)
+			return r;
+		return put_write(s, &w);
+	}
 	return pipeline_submit(s->pl, j);
 }
 

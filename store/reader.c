@@ -21,6 +21,7 @@ struct store_reader {
 	struct {
 		int64_t pack_id;
 		int fd;
+		int version; /* of the pack's header; 0: unreadable, so no CRC tails are trusted */
 		uint64_t used;
 	} fds[RD_FDS];
 	uint64_t tick;
@@ -77,13 +78,18 @@ void store_reader_free(struct store_reader *rd)
 	free(rd);
 }
 
-static int reader_fd(struct store_reader *rd, int64_t pack_id, const char *name, int *fd)
+/* The open fd of pack pack_id (named name), and its version, as its header
+ * says (0 when the header cannot be read or is damaged: the blocks may still
+ * be whole, and are then read as from a pack without CRC tails). */
+static int reader_fd(struct store_reader *rd, int64_t pack_id, const char *name, int *fd,
+		     int *version)
 {
 	int victim = 0;
 	for (int i = 0; i < RD_FDS; i++) {
 		if (rd->fds[i].fd >= 0 && rd->fds[i].pack_id == pack_id) {
 			rd->fds[i].used = ++rd->tick;
 			*fd = rd->fds[i].fd;
+			*version = rd->fds[i].version;
 			return 0;
 		}
 		if (rd->fds[i].used < rd->fds[victim].used)
@@ -96,21 +102,36 @@ static int reader_fd(struct store_reader *rd, int64_t pack_id, const char *name,
 		return ferry_err_errno(errno, "cannot open pack '%s'", path);
 	if (rd->fds[victim].fd >= 0)
 		close(rd->fds[victim].fd);
+	uint8_t h[PACK_HDR_LEN];
+	size_t got = 0;
+	int v = 0;
+	if (io_pread_full(f, h, sizeof h, 0, &got) < 0 || got != sizeof h || pack_hdr_get(h, &v) < 0) {
+		ferry_err_clear();
+		v = 0;
+	}
 	rd->fds[victim].fd = f;
+	rd->fds[victim].version = v;
 	rd->fds[victim].pack_id = pack_id;
 	rd->fds[victim].used = ++rd->tick;
 	*fd = f;
+	*version = v;
 	return 0;
 }
 
 /* Reads the stored form of hash into rd->buf: header checked against the
- * index row, payload at rd->buf + PACK_BLK_HDR_LEN. */
+ * index row, payload at rd->buf + PACK_BLK_HDR_LEN. With vouched, the
+ * record's CRC tail is read too where its pack has one (version 3), and
+ * *vouched says whether it matches the header and payload read; a tail
+ * missing, unreadable or not matching is not an error here (the caller
+ * then checks the block the full way, which gives the verdict). */
 static int read_stored(struct store_reader *rd, const uint8_t *hash, struct codec_spec prefer,
-		       struct codec_spec *c, uint32_t *lsize, uint32_t *psize)
+		       struct codec_spec *c, uint32_t *lsize, uint32_t *psize, int *vouched)
 {
 	sqlite3_stmt *st = rd->st_loc;
 	char name[64];
 	int r, fd;
+	if (vouched)
+		*vouched = 0;
 	rd->last.pack[0] = 0; /* no location until the index row is found */
 	sqlite3_reset(st);
 	sqlite3_bind_blob(st, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
@@ -139,19 +160,20 @@ static int read_stored(struct store_reader *rd, const uint8_t *hash, struct code
 		return ferry_err(FERR_CORRUPT, "block index row has sizes %lld/%lld", (long long)ip,
 				 (long long)il);
 	size_t need = PACK_BLK_HDR_LEN + (size_t)ip;
-	if (rd->bufcap < need) {
-		uint8_t *nb = realloc(rd->buf, need);
+	if (rd->bufcap < need + PACK_REC_TAIL) {
+		uint8_t *nb = realloc(rd->buf, need + PACK_REC_TAIL);
 		if (!nb)
 			return ferry_err(FERR_NOMEM, "reading a block");
 		rd->buf = nb;
-		rd->bufcap = need;
+		rd->bufcap = need + PACK_REC_TAIL;
 	}
-	if ((r = reader_fd(rd, pack_id, name, &fd)) < 0)
+	int version;
+	if ((r = reader_fd(rd, pack_id, name, &fd, &version)) < 0)
 		return r;
-	size_t got = 0;
-	if ((r = io_pread_full(fd, rd->buf, need, (off_t)off, &got)) < 0)
+	size_t got = 0, tail = vouched && version >= 3 ? PACK_REC_TAIL : 0;
+	if ((r = io_pread_full(fd, rd->buf, need + tail, (off_t)off, &got)) < 0)
 		return r;
-	if (got != need)
+	if (got < need)
 		return ferry_err(FERR_CORRUPT, "pack '%s' is truncated at %lld", name, (long long)off);
 	struct codec_spec hc;
 	uint32_t hl, hp;
@@ -163,6 +185,9 @@ static int read_stored(struct store_reader *rd, const uint8_t *hash, struct code
 	    memcmp(hh, hash, FERRY_HASH_LEN) != 0)
 		return ferry_err(FERR_CORRUPT, "pack '%s' at %lld does not hold the indexed block",
 				 name, (long long)off);
+	if (tail && got == need + tail)
+		*vouched = get_le32(rd->buf + need) ==
+			   pack_rec_crc(rd->buf, PACK_BLK_HDR_LEN, rd->buf + PACK_BLK_HDR_LEN, hp);
 	*c = hc;
 	*lsize = hl;
 	*psize = hp;
@@ -187,7 +212,7 @@ int store_block_read(struct store_reader *rd, const uint8_t hash[FERRY_HASH_LEN]
 	uint32_t ls, ps;
 	uint8_t h[FERRY_HASH_LEN];
 	int r;
-	if ((r = read_stored(rd, hash, (struct codec_spec){CODEC_OFF, 0}, &c, &ls, &ps)) < 0)
+	if ((r = read_stored(rd, hash, (struct codec_spec){CODEC_OFF, 0}, &c, &ls, &ps, NULL)) < 0)
 		return stored_damage(rd, hash, r);
 	if (ls != lsize)
 		return ferry_err(FERR_CORRUPT, "block is %u bytes, expected %zu", ls, lsize);
@@ -210,12 +235,12 @@ void store_reader_last_loc(const struct store_reader *rd, struct store_block_loc
 
 int store_block_read_stored(struct store_reader *rd, const uint8_t hash[FERRY_HASH_LEN],
 			    struct codec_spec prefer, struct codec_spec *codec,
-			    uint32_t *lsize, struct fbuf *out)
+			    uint32_t *lsize, struct fbuf *out, int *vouched)
 {
 	struct codec_spec c;
 	uint32_t ls, ps;
 	int r;
-	if ((r = read_stored(rd, hash, prefer, &c, &ls, &ps)) < 0)
+	if ((r = read_stored(rd, hash, prefer, &c, &ls, &ps, vouched)) < 0)
 		return stored_damage(rd, hash, r);
 	fbuf_reset(out);
 	if ((r = fbuf_append(out, rd->buf + PACK_BLK_HDR_LEN, ps)) < 0)

@@ -733,10 +733,18 @@ int store_block_read(struct store_reader *r, const uint8_t hash[FERRY_HASH_LEN],
 		     size_t lsize) FERRY_WUR;
 /* Reads block hash as stored (for send -c): its codec, logical size, and
  * payload appended to out (reset first). prefer: the copy in that codec if
- * the pool has several. The payload is not decoded here. */
+ * the pool has several. The payload is not decoded here. With vouched
+ * (else NULL), *vouched is 1 when the pack record's CRC-32C tail (packs of
+ * version 3) matches the bytes read: a tail is only ever written over a
+ * block already checked against its hash (a capture hashes the content it
+ * stores, a receive checks what it keeps, gc and repair check what they
+ * copy), so such a payload may skip the decode and hash where its hash is
+ * checked again downstream (a stream's receiver). 0: no tail, or one that
+ * does not match; the caller must then check the block itself
+ * (store_block_verify), which gives the verdict. */
 int store_block_read_stored(struct store_reader *r, const uint8_t hash[FERRY_HASH_LEN],
 			    struct codec_spec prefer, struct codec_spec *codec,
-			    uint32_t *lsize, struct fbuf *out) FERRY_WUR;
+			    uint32_t *lsize, struct fbuf *out, int *vouched) FERRY_WUR;
 /* Checks a stored payload (psize bytes in codec c) against hash: decoded
  * into scratch (at least lsize bytes; unused for codec off) and hashed. 0,
  * or -FERR_CORRUPT when
