@@ -39,20 +39,11 @@ pk=$1 off=$2 ps=$3
 # damage AT: one bit of the byte at AT in pk; with 'crc', the block's CRC is
 # made to match its (damaged) bytes
 damage() {
-	$PY - "$T/p/tank/packs/$pk" "$1" "${2:-}" "$off" "$ps" <<'PYEOF'
-import sys, struct
-path, at, mode, off, ps = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
-def crc32c(b):
-    c = 0xFFFFFFFF
-    for x in b:
-        c ^= x
-        for _ in range(8):
-            c = (c >> 1) ^ (0x82F63B78 & -(c & 1))
-    return c ^ 0xFFFFFFFF
-f = open(path, 'r+b'); f.seek(at); b = f.read(1); f.seek(at); f.write(bytes([b[0] ^ 0x10]))
-if mode == 'crc':
-    f.seek(off); rec = f.read(48 + ps); f.seek(off + 48 + ps); f.write(struct.pack('<I', crc32c(rec)))
-PYEOF
+	if [ "${2:-}" = crc ]; then
+		$PY "$FERRY_SRC/tests/cli/scrub_lib.py" flip-at "$T/p/tank/packs/$pk" "$1" "$off" "$ps"
+	else
+		$PY "$FERRY_SRC/tests/cli/scrub_lib.py" flip-at "$T/p/tank/packs/$pk" "$1"
+	fi
 }
 has() { grep -q -- "$1" "$T/out" && echo y; }
 both() { # AT DESC: scrub and scrub --deep both report the block, with the file

@@ -17,10 +17,10 @@
 . "$(dirname "$0")/lib.sh"
 PY=python3
 [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
+mkdir -p "$T/p" "$T/src/sub"
 S="$T/src"
-mkdir -p "$T/p" "$S/sub"
-seq 1 40000 >"$S/sub/numbers"
 head -c 60000 /dev/urandom >"$S/random"
+seq 1 40000 >"$S/sub/numbers"
 for codec in lz4 off; do
 	ferry pool create -o compression=$codec t$codec "$T/p/t$codec"
 	ferry create -o source="$S" -o recordsize=16K t$codec/fs
@@ -38,26 +38,11 @@ damage() {
 	loc=$(sqlite3 "$T/p/t$1/catalog.db" "SELECT k.name || ' ' || b.offset || ' ' || b.psize
 		FROM blocks b JOIN packs k ON k.id = b.pack_id WHERE b.hash = x'$h'")
 	set -- "$1" "$2" $loc
-	$PY - "$T/p/t$1/packs/$3" "$2" "$4" "$5" <<'PYEOF'
-import sys, struct
-path, how, off, ps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-def crc32c(b):
-    c = 0xFFFFFFFF
-    for x in b:
-        c ^= x
-        for _ in range(8):
-            c = (c >> 1) ^ (0x82F63B78 & -(c & 1))
-    return c ^ 0xFFFFFFFF
-with open(path, 'r+b') as f:
-    f.seek(off)
-    rec = f.read(48 + ps)
-    tail = f.read(4)
-    assert struct.unpack('<I', tail)[0] == crc32c(rec), 'the CRC tail is not where expected'
-    at = off + 48 + ps + 1 if how == 'tail' else off + 48 + ps // 2
-    f.seek(at); b = f.read(1); f.seek(at); f.write(bytes([b[0] ^ 0x10]))
-    if how == 'crc':
-        f.seek(off); rec = f.read(48 + ps); f.seek(off + 48 + ps); f.write(struct.pack('<I', crc32c(rec)))
-PYEOF
+	case $2 in
+	tail) $PY "$FERRY_SRC/tests/cli/scrub_lib.py" flip-at "$T/p/t$1/packs/$3" $(($4 + 48 + $5 + 1)) ;;
+	payload) $PY "$FERRY_SRC/tests/cli/scrub_lib.py" flip-at "$T/p/t$1/packs/$3" $(($4 + 48 + $5 / 2)) ;;
+	crc) $PY "$FERRY_SRC/tests/cli/scrub_lib.py" flip-at "$T/p/t$1/packs/$3" $(($4 + 48 + $5 / 2)) "$4" "$5" ;;
+	esac
 	echo "$3"
 }
 for v in "$T/p/"t*/packs/*.pack; do

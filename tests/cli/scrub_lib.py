@@ -21,6 +21,11 @@ trees, independent of ferry's own walk.
       record at that pack and offset (a node record's with a path when
       its node's hash is the one reported); a pack header: exactly one
       error, of kind pack, naming the pack
+  scrub_lib.py flip-at PACKFILE AT [OFF PSIZE]   flips bit 4 of the byte at
+      AT; with OFF PSIZE (a block record of a version-3 pack: 48 bytes of
+      header, PSIZE of payload, then its CRC-32C), checks that the record's
+      CRC matched before and makes it match the flipped bytes after, as
+      bytes wrong before they were written would be
   scrub_lib.py check FLIPS RECSIZE POOL SNAP=DIR... < SCRUB_JSON
       every flipped block is reported (kind block) with exactly the files
       whose content has that record, as POOL/DS@SNAP:/PATH, every flipped
@@ -228,6 +233,33 @@ def check(flipsf, recsize, pool, specs):
     print('\n'.join(bad) if bad else 'ok')
 
 
+def crc32c(data):
+    c = 0xFFFFFFFF
+    for x in data:
+        c ^= x
+        for _ in range(8):
+            c = (c >> 1) ^ (0x82F63B78 & -(c & 1))
+    return c ^ 0xFFFFFFFF
+
+
+def flip_at(path, at, off=None, psize=None):
+    with open(path, 'r+b') as f:
+        if off is not None:
+            f.seek(off)
+            rec = f.read(48 + psize)
+            if int.from_bytes(f.read(4), 'little') != crc32c(rec):
+                raise SystemExit('the record at %d has no matching CRC tail' % off)
+        f.seek(at)
+        b = f.read(1)
+        f.seek(at)
+        f.write(bytes([b[0] ^ 0x10]))
+        if off is not None:
+            f.seek(off)
+            rec = f.read(48 + psize)
+            f.seek(off + 48 + psize)
+            f.write(crc32c(rec).to_bytes(4, 'little'))
+
+
 def main():
     cmd = sys.argv[1]
     if cmd == 'flip-blocks':
@@ -239,6 +271,9 @@ def main():
         flip_any(sys.argv[2], int(sys.argv[3]), sys.argv[4] if len(sys.argv) > 4 else None)
     elif cmd == 'check-any':
         check_any(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5:])
+    elif cmd == 'flip-at':
+        flip_at(sys.argv[2], int(sys.argv[3]),
+                *(int(x) for x in sys.argv[4:6]))
     elif cmd == 'check':
         check(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5:])
     else:
