@@ -966,8 +966,8 @@ int store_gc_run(struct store_pool *p, const struct store_gc_opts *o,
 
 /* ---- transfer helpers for send/ and recv/ (xfer.c) ---------------------------
  * A key set, keys up to 64 bytes with a small value: in memory (at most
- * 3.4 MB) while it holds fewer than 49,152 keys of at most 47 bytes, then
- * for good a TEMP table of the pool's connection (memory stays bounded,
+ * 2.6 MB), up to 49,152 keys of at most 35 bytes; the keys beyond (or
+ * longer) in a TEMP table of the pool's connection (memory stays bounded,
  * SQLite spills to a temp file) with a 1 MiB filter in front. So a set is
  * not transactional: what was added stays until deleted, whatever happens
  * to the connection's transactions (callers drop a set after a failure).

@@ -12,17 +12,22 @@
 
 #define HSET_BATCH 4096
 /* A set starts in memory: an open-addressing table (linear probing) of
- * slots that grows from HMEM_MIN to HMEM_MAX slots (3.4 MB), kept at most
- * 3/4 full. A receive asks its sets four or five times per block and node
+ * 40-byte slots that grows from HMEM_MIN to HMEM_MAX slots (2.6 MB; the
+ * keys of send and recv are 33 bytes), kept at most 3/4 full. A
+ * receive asks its sets four or five times per block and node
  * (recv/body.c, recv/verify.c), and each SQLite statement cost 2-5 us on
  * the thread that reads the stream: for a stream of fewer than ~49,000
- * objects none of it reaches SQLite. A bigger set (or a key longer than
- * HMEM_KEY_MAX, or a delete) moves to its TEMP table for good ("spills"),
- * and memory stays bounded. */
-#define HMEM_KEY_MAX 47
+ * objects none of it reaches SQLite. Past that ("tiered"), memory keeps
+ * the keys it holds and the rest go to the set's TEMP table, so memory
+ * stays bounded and the first ~49,000 keys still cost no statement; a key
+ * longer than HMEM_KEY_MAX goes there too. The two parts never share a
+ * key (a key is added to the table only when memory does not hold it). A
+ * delete, and saving a partial receive, move the whole set to its table
+ * for good ("tabled"). */
+#define HMEM_KEY_MAX 35
 #define HMEM_MIN 1024u
 #define HMEM_MAX (1u << 16)
-/* Once spilled, a Bloom filter stays in front of the table: most lookups
+/* Once tiered, a Bloom filter stays in front of the table: most lookups
  * are of keys the set does not hold (a block or node met for the first
  * time), and a clear bit answers them without an index search. The filter
  * only ever over-approximates the table: rows enter only through
@@ -38,6 +43,7 @@ struct hslot {
 	uint8_t key[HMEM_KEY_MAX];
 	int32_t val;
 };
+_Static_assert(sizeof(struct hslot) == 40, "a key set's slot is 40 bytes");
 
 struct store_hset {
 	struct store_pool *p;
@@ -46,10 +52,11 @@ struct store_hset {
 	int in_tx;
 	unsigned ops;
 	sqlite3_stmt *st_add, *st_get, *st_del, *st_count;
-	struct hslot *mem; /* before the spill: mem_cap slots, or NULL */
+	struct hslot *mem; /* mem_cap slots, or NULL (none yet, or tabled) */
 	uint32_t mem_cap, mem_n;
-	int spilled;       /* the TEMP table is the set */
-	uint64_t *bloom;   /* once spilled: HSET_BLOOM_BITS bits, or NULL */
+	enum { HSET_MEM, HSET_TIERED, HSET_TABLED } state;
+	int broken;        /* a move to the table failed midway: the set is lost */
+	uint64_t *bloom;   /* once tiered: HSET_BLOOM_BITS bits, or NULL */
 };
 
 static uint64_t key_hash(const uint8_t *k, size_t n)
@@ -229,70 +236,88 @@ static int mem_grow(struct store_hset *s)
 	return 0;
 }
 
-/* Moves the set to its table for good. On failure the set stays in
- * memory, whole (what reached the table is a subset, added again by the
- * next try). */
-static int spill(struct store_hset *s)
+/* Starts the table part of the set: its Bloom filter. */
+static int tier(struct store_hset *s)
+{
+	if (!s->bloom && !(s->bloom = calloc(HSET_BLOOM_BITS / 64, sizeof *s->bloom)))
+		return ferry_err(FERR_NOMEM, "moving a key set to its table");
+	s->state = HSET_TIERED;
+	return 0;
+}
+
+/* Moves the whole set to its table for good. A failure midway leaves
+ * keys in both parts, so the set is marked lost: every later use fails
+ * (its owner, a send or a receive, stops at the first error anyway). */
+static int to_table(struct store_hset *s)
 {
 	int r;
-	if (!(s->bloom = calloc(HSET_BLOOM_BITS / 64, sizeof *s->bloom)))
-		return ferry_err(FERR_NOMEM, "moving a key set to its table");
+	if (s->state == HSET_TABLED)
+		return 0;
+	if ((r = tier(s)) < 0)
+		return r;
 	for (uint32_t i = 0; i < s->mem_cap; i++)
 		if (s->mem[i].len && (r = sql_add(s, s->mem[i].key, s->mem[i].len,
 						  s->mem[i].val)) < 0) {
-			free(s->bloom);
-			s->bloom = NULL;
+			s->broken = 1;
 			return r;
 		}
 	free(s->mem);
 	s->mem = NULL;
 	s->mem_cap = s->mem_n = 0;
-	s->spilled = 1;
+	s->state = HSET_TABLED;
 	return 0;
+}
+
+static int hset_usable(const struct store_hset *s)
+{
+	return s->broken ? ferry_err(FERR_IO, "a key set was lost by an earlier error") : 0;
 }
 
 int store_hset_add(struct store_hset *s, const void *key, size_t len, int val)
 {
 	struct hslot *e;
 	int r;
-	if (!s->spilled) {
+	if ((r = hset_usable(s)) < 0)
+		return r;
+	if (s->mem && len && len <= HMEM_KEY_MAX && mem_find(s, key, len)->len)
+		return 0;
+	if (s->state == HSET_MEM) {
 		if (len == 0 || len > HMEM_KEY_MAX) {
-			if ((r = spill(s)) < 0)
+			if ((r = tier(s)) < 0)
 				return r;
-			return sql_add(s, key, len, val);
-		}
-		if (s->mem && mem_find(s, key, len)->len)
-			return 0;
-		if (!s->mem || (s->mem_n + 1) * 4 > s->mem_cap * 3) {
-			r = s->mem_cap >= HMEM_MAX ? spill(s) : mem_grow(s);
+		} else if (!s->mem || (s->mem_n + 1) * 4 > s->mem_cap * 3) {
+			r = s->mem_cap >= HMEM_MAX ? tier(s) : mem_grow(s);
 			if (r < 0)
 				return r;
-			if (s->spilled)
-				return sql_add(s, key, len, val);
 		}
-		e = mem_find(s, key, len);
-		e->len = (uint8_t)len;
-		memcpy(e->key, key, len);
-		e->val = val;
-		s->mem_n++;
-		return 1;
 	}
-	return sql_add(s, key, len, val);
+	if (s->state != HSET_MEM)
+		return sql_add(s, key, len, val);
+	e = mem_find(s, key, len);
+	e->len = (uint8_t)len;
+	memcpy(e->key, key, len);
+	e->val = val;
+	s->mem_n++;
+	return 1;
 }
 
 int store_hset_get(struct store_hset *s, const void *key, size_t len, int *val)
 {
 	int r;
-	if (!s->spilled) {
-		const struct hslot *e;
-		if (!s->mem || len == 0 || len > HMEM_KEY_MAX || !(e = mem_find(s, key, len))->len)
-			return 0;
-		if (val)
-			*val = e->val;
-		return 1;
+	if ((r = hset_usable(s)) < 0)
+		return r;
+	if (s->mem && len && len <= HMEM_KEY_MAX) {
+		const struct hslot *e = mem_find(s, key, len);
+		if (e->len) {
+			if (val)
+				*val = e->val;
+			return 1;
+		}
 	}
+	if (s->state == HSET_MEM)
+		return 0;
 	if (s->bloom && !bloom_bits(s->bloom, key, len, 0))
-		return 0; /* never added */
+		return 0; /* never added to the table */
 	sqlite3_reset(s->st_get);
 	sqlite3_bind_blob(s->st_get, 1, key, (int)len, SQLITE_STATIC);
 	int st = sqlite3_step(s->st_get);
@@ -311,7 +336,7 @@ int store_hset_del(struct store_hset *s, const void *key, size_t len)
 {
 	int r;
 	/* rare (no stream path deletes): the table does it */
-	if (!s->spilled && (r = spill(s)) < 0)
+	if ((r = hset_usable(s)) < 0 || (r = to_table(s)) < 0)
 		return r;
 	if ((r = hset_op(s)) < 0)
 		return r;
@@ -329,14 +354,15 @@ int store_hset_del(struct store_hset *s, const void *key, size_t len)
 
 int store_hset_count(struct store_hset *s, uint64_t *n)
 {
-	int r = 0;
-	if (!s->spilled) {
-		*n = s->mem_n;
+	int r;
+	if ((r = hset_usable(s)) < 0)
+		return r;
+	*n = s->mem_n; /* 0 once tabled */
+	if (s->state == HSET_MEM)
 		return 0;
-	}
 	sqlite3_reset(s->st_count);
 	if (sqlite3_step(s->st_count) == SQLITE_ROW)
-		*n = (uint64_t)sqlite3_column_int64(s->st_count, 0);
+		*n += (uint64_t)sqlite3_column_int64(s->st_count, 0);
 	else
 		r = cat_err(s->p, "counting a key set");
 	sqlite3_reset(s->st_count);
@@ -510,7 +536,7 @@ int store_partial_save(struct store_writer *w, struct store_pool *p, const char 
 			 "saving a partial receive")) < 0)
 		goto fail;
 	/* the table must hold the whole set */
-	if (!objs->spilled && (r = spill(objs)) < 0)
+	if ((r = hset_usable(objs)) < 0 || (r = to_table(objs)) < 0)
 		goto fail;
 	snprintf(sql, sizeof sql, "INSERT INTO recv_partial_objs(ds, k, v) SELECT ?1, k, v FROM %s",
 		 objs->table);

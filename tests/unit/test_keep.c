@@ -268,7 +268,19 @@ static void hset_round(struct store_pool *p, uint32_t n, size_t len, int batch)
 	}
 	assert_int_equal(store_hset_count(h, &c), 0);
 	assert_int_equal(c, n);
-	/* a 64-byte key moves the set to its table; nothing is lost */
+	/* again, from whichever part holds them (past the bound: memory or
+	 * table), every key is known, its value kept, and counted once */
+	for (uint32_t i = 0; i < n; i += 97) {
+		keyof(k, i, len);
+		assert_int_equal(store_hset_add(h, k, len, 4444), 0);
+	}
+	keyof(k, n - 1, len);
+	assert_int_equal(store_hset_add(h, k, len, 4444), 0);
+	assert_int_equal(store_hset_get(h, k, len, &v), 1);
+	assert_int_equal(v, (int)((n - 1) % 1000));
+	assert_int_equal(store_hset_count(h, &c), 0);
+	assert_int_equal(c, n);
+	/* a 64-byte key goes to the table; nothing is lost */
 	memset(k, 0x77, 64);
 	assert_int_equal(store_hset_add(h, k, 64, 9), 1);
 	assert_int_equal(store_hset_get(h, k, 64, &v), 1);
@@ -282,6 +294,14 @@ static void hset_round(struct store_pool *p, uint32_t n, size_t len, int batch)
 	assert_int_equal(store_hset_add(h, k, len, 3), 1);
 	assert_int_equal(store_hset_count(h, &c), 0);
 	assert_int_equal(c, (uint64_t)n + 1);
+	/* the delete moved the whole set to its table: the first and last
+	 * keys (memory and, past the bound, table before) are still there */
+	for (uint32_t i = 0; i < n; i += n > 1 ? n - 1 : 1) {
+		keyof(k, i, len);
+		assert_int_equal(store_hset_get(h, k, len, &v), i != n / 2);
+		if (i != n / 2)
+			assert_int_equal(v, (int)(i % 1000));
+	}
 	store_hset_free(h);
 }
 
@@ -303,6 +323,9 @@ static void test_hset(void **state)
 	/* past the in-memory bound: the set spills to its table midway */
 	hset_round(p, 60000, 33, 1);
 	hset_round(p, 50, 47, 0);
+	/* the longest key memory holds, and one byte more (the table's) */
+	hset_round(p, 200, 35, 0);
+	hset_round(p, 200, 36, 1);
 	store_pool_close(p);
 	snprintf(path, sizeof path, "rm -rf '%s'", dir);
 	assert_int_equal(system(path), 0);
