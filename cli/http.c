@@ -515,7 +515,7 @@ static int send_step(struct sender *sd, const struct step *st, const char *user_
 	unsigned fails = 0, delay = RETRY_DELAY_MS;
 	char token[STREAM_TOKEN_MAX + 16] = "";
 	uint64_t pos = 0;
-	int r;
+	int r, cut = 0;
 	if (user_token)
 		snprintf(token, sizeof token, "%s", user_token);
 	/* a partial receive of this very snapshot: resume it at once */
@@ -557,10 +557,18 @@ static int send_step(struct sender *sd, const struct step *st, const char *user_
 			json_decref(rep);
 			return 0;
 		}
-		if (pr != PUT_CUT) {
+		/* A 409 after a cut of this upload: the server had not yet
+		 * taken up the cut connection's receive when it was asked where
+		 * it stands, so that receive was still running (busy) or has
+		 * since kept a partial state further on than the token sent.
+		 * Asked again once it is over, like a cut; an attempt that
+		 * gains nothing counts against the retries. */
+		int moved = pr == PUT_REFUSED && status == 409 && cut;
+		if (pr != PUT_CUT && !moved) {
 			return cli_fail(ferry_err(FERR_IO, "%s", sd->msg), "cannot send '%s' to '%s'",
 					st->snap, sd->target);
 		}
+		cut = 1;
 		/* cut: ask where the server stands, once it has noticed */
 		uint64_t t0 = ferry_now_ns(), was = pos;
 		int known = 0;
@@ -582,7 +590,8 @@ static int send_step(struct sender *sd, const struct step *st, const char *user_
 					fprintf(stderr, "%s was received (the answer was lost)\n", st->snap);
 				return 0;
 			}
-			if (ri.last_error && !ri.receiving) {
+			/* (after a 409, its error is that 409, already heard) */
+			if (ri.last_error && !ri.receiving && !moved) {
 				snprintf(sd->msg, sizeof sd->msg, "the server answered %ld: %s", ri.last_status,
 					 ri.last_error);
 				json_decref(ri.j);
@@ -614,7 +623,8 @@ static int send_step(struct sender *sd, const struct step *st, const char *user_
 			delay = delay * 2 > RETRY_DELAY_MAX_MS ? RETRY_DELAY_MAX_MS : delay * 2;
 		}
 		if (sd->verbose)
-			fprintf(stderr, "connection lost (%s); %s\n", sd->msg,
+			fprintf(stderr, "%s (%s); %s\n",
+				moved ? "the server's partial receive moved" : "connection lost", sd->msg,
 				token[0] ? "resuming" : "starting again");
 	}
 }

@@ -1,0 +1,126 @@
+# tests/cli/lag_proxy.py PORTFILE LOG UPSERVER CUT LAG: forwards 127.0.0.1:* to
+# 127.0.0.1:UPSERVER, except the first upload (a PUT): its first CUT bytes
+# are held and the client's connection is reset; those bytes reach the
+# server only once the client's next GET /v1/receive/ has been answered,
+# and the server's connection is then reset. Until LAG seconds after
+# that, every later PUT waits before it is forwarded; other requests pass
+# at once. So the client, asking where the server stands right after the
+# cut, is always answered before the server has begun that receive, and
+# its next upload arrives once the server has taken it up: the order that
+# made a resumed upload meet a 409. Requests are told apart by the first
+# bytes of a client write, so a reused connection is followed too. One
+# log line per event.
+import os, socket, sys, threading, time
+portfile, logf, upport = sys.argv[1], sys.argv[2], int(sys.argv[3])
+cut, lag = int(sys.argv[4]), float(sys.argv[5])
+lock = threading.Lock()
+gate = threading.Event()
+gate.set()
+asked = threading.Event()  # a GET /v1/receive/ answered after the reset
+state = {"first": True, "reset": False}
+ls = socket.socket()
+ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("127.0.0.1", 0))
+ls.listen(64)
+with open(portfile + ".tmp", "w") as f:
+    f.write(str(ls.getsockname()[1]))
+os.rename(portfile + ".tmp", portfile)
+
+
+def log(msg):
+    with lock:
+        with open(logf, "a") as f:
+            f.write(msg + "\n")
+
+
+def reset(x):
+    try:
+        x.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
+        x.close()
+    except OSError:
+        pass
+
+
+def lagged(c, s, held):
+    """The first PUT: held, the client reset, the bytes sent late."""
+    while len(held) < cut:
+        data = c.recv(65536)
+        if not data:
+            break
+        held += data
+    held = held[:cut]
+    reset(c)
+    with lock:
+        state["reset"] = True
+    log("put held %d, client reset" % len(held))
+    asked.wait(60)
+    log("the client was told where the server stands")
+    try:
+        s.sendall(held)
+    except OSError:
+        pass
+    time.sleep(0.2)
+    reset(s)
+    log("put forwarded late, server reset")
+    time.sleep(lag)
+    gate.set()
+
+
+def serve(c):
+    s = socket.create_connection(("127.0.0.1", upport))
+    done = threading.Event()
+    watch = [False]  # this connection carries the GET asked after the reset
+
+    def up():
+        try:
+            while True:
+                data = c.recv(65536)
+                if not data:
+                    break
+                if data.startswith(b"GET /v1/receive/"):
+                    with lock:
+                        watch[0] = state["reset"]
+                if data.startswith(b"PUT "):
+                    with lock:
+                        first, state["first"] = state["first"], False
+                        if first:
+                            gate.clear()
+                    if first:
+                        lagged(c, s, data)
+                        done.set()
+                        return
+                    log("put waits")
+                    gate.wait()
+                    log("put forwarded")
+                s.sendall(data)
+        except OSError:
+            pass
+        done.set()
+
+    def down():
+        try:
+            while True:
+                data = s.recv(65536)
+                if not data:
+                    break
+                c.sendall(data)
+                if watch[0]:
+                    watch[0] = False
+                    asked.set()
+        except OSError:
+            pass
+        done.set()
+
+    threading.Thread(target=up, daemon=True).start()
+    threading.Thread(target=down, daemon=True).start()
+    done.wait()
+    for x in (c, s):
+        try:
+            x.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+while True:
+    c, _ = ls.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
