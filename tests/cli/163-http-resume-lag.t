@@ -25,11 +25,7 @@ serve_start bk
 export FERRY_TOKEN="$(tok c)"
 # the first upload's first 600,000 bytes reach the server once the client,
 # its connection reset, was told where the server stands
-"$PYTHON" "$FERRY_SRC/tests/cli/lag_proxy.py" "$T/pport" "$T/proxy.log" "$PORT" 600000 1 &
-PROXY_PID=$!
-i=0
-while [ ! -s "$T/pport" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-PURL=http://127.0.0.1:$(cat "$T/pport")
+proxy_start lag_proxy.py "$T/proxy.log" "$PORT" 600000 1
 
 run "$FERRY" send -v tank/fs@a --to "$PURL/bk/fs" --retries 3
 is "$rc" 0 "the upload completes"

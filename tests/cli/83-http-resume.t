@@ -34,11 +34,7 @@ diag "cut offsets from seed $SEED (HTTP_CUT_SEED=$SEED reproduces them)"
 # less than the stream, so every one cuts
 UP=$(awk -v s="$SEED" 'BEGIN { srand(s); for (i = 0; i < 20; i++) printf "%s%d", i ? "," : "", 2048 + int(rand() * 400000) }')
 DOWN=$(awk -v s="$SEED" 'BEGIN { srand(s + 1); for (i = 0; i < 5; i++) printf "%s%d", i ? "," : "", 2048 + int(rand() * 1500000) }')
-"$PYTHON" "$FERRY_SRC/tests/cli/cut_proxy.py" "$T/pport" "$T/proxy.log" "$PORT" "$UP" "$DOWN" &
-PROXY_PID=$!
-i=0
-while [ ! -s "$T/pport" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-PURL=http://127.0.0.1:$(cat "$T/pport")
+proxy_start cut_proxy.py "$T/proxy.log" "$PORT" "$UP" "$DOWN"
 
 run "$FERRY" send -v tank/fs@a --to "$PURL/bk/fs" --retries 20
 is "$rc" 0 "the upload completes through 20 cuts"
@@ -89,11 +85,7 @@ ferry pool create new2 "$T/new2"
 kill "$PROXY_PID"
 wait "$PROXY_PID" 2>/dev/null
 : >"$T/proxy.log"
-"$PYTHON" "$FERRY_SRC/tests/cli/cut_proxy.py" "$T/pport2" "$T/proxy.log" "$PORT" "" "300000,100,100" &
-PROXY_PID=$!
-i=0
-while [ ! -s "$T/pport2" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-PURL=http://127.0.0.1:$(cat "$T/pport2")
+proxy_start cut_proxy.py "$T/proxy.log" "$PORT" "" "300000,100,100"
 refused 1 "gave up after [0-9]+ attempts without progress; the partial receive is kept" \
 	"a download that gives up says the partial receive is kept" \
 	"$FERRY" recv --from "$PURL/bk/fs@a" new2/fs --retries 1

@@ -125,11 +125,7 @@ is "$(ferry get -H -o value receive_resume_token bk/c1/h/a):$(ferry list -H -r -
 	"-:5" "and completes it, with the others"
 
 # cut uploads, resumed on their own
-"$PYTHON" "$FERRY_SRC/tests/cli/cut_proxy.py" "$T/pport" "$T/proxy.log" "$PORT" "20000,3000" "" &
-PROXY_PID=$!
-i=0
-while [ ! -s "$T/pport" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-PURL=http://127.0.0.1:$(cat "$T/pport")
+proxy_start cut_proxy.py "$T/proxy.log" "$PORT" "20000,3000" ""
 "$PRNG" bin 8 400000 >"$T/s/h/big"
 snap 5
 sendR tank/h@5 --to "$PURL/bk/c1/h" --token-file "$T/tok.app"

@@ -6,18 +6,13 @@
 # client writes each request's head at once), so a reused connection is
 # followed too. One log line per request: kind, bytes up, bytes down, cut
 # or whole.
-import os, socket, sys, threading
+import socket, sys, threading
+import proxy_lib
 portfile, logf, upport = sys.argv[1], sys.argv[2], int(sys.argv[3])
 cuts = {"put": [int(x) for x in sys.argv[4].split(",") if x],
         "send": [int(x) for x in sys.argv[5].split(",") if x]}
 lock = threading.Lock()
-ls = socket.socket()
-ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-ls.bind(("127.0.0.1", 0))
-ls.listen(64)
-with open(portfile + ".tmp", "w") as f:
-    f.write(str(ls.getsockname()[1]))
-os.rename(portfile + ".tmp", portfile)
+ls = proxy_lib.listen(portfile)
 
 def log(st):
     if st["kind"]:
@@ -70,11 +65,7 @@ def serve(c):
     t1.start()
     t2.start()
     done.wait()
-    for x in (c, s):
-        try:
-            x.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+    proxy_lib.shut(c, s)
     t1.join(30)
     t2.join(30)
     with lock:
@@ -82,6 +73,4 @@ def serve(c):
     for x in (c, s):
         x.close()
 
-while True:
-    c, _ = ls.accept()
-    threading.Thread(target=serve, args=(c,), daemon=True).start()
+proxy_lib.serve_forever(ls, serve)

@@ -56,6 +56,19 @@ serve_start() {
 	URL=$_scheme://127.0.0.1:$PORT
 	[ -n "$PORT" ] || { echo "# the server did not start:" >&2; sed 's/^/# /' "$SERVE_LOG.new" >&2; }
 }
+# proxy_start SCRIPT ARGS...: starts tests/cli/SCRIPT, a proxy in front of
+# the server that writes its port to the file it gets as first argument
+# (then ARGS); waits for that port; sets PROXY_PID and PURL (its URL)
+proxy_start() {
+	_ps=$1
+	shift
+	rm -f "$T/pport"
+	"$PYTHON" "$FERRY_SRC/tests/cli/$_ps" "$T/pport" "$@" &
+	PROXY_PID=$!
+	_i=0
+	while [ ! -s "$T/pport" ] && [ $_i -lt 100 ]; do sleep 0.05; _i=$((_i + 1)); done
+	PURL=http://127.0.0.1:$(cat "$T/pport")
+}
 # serve_stop: SIGTERM, and the server's exit status in $serve_rc
 serve_stop() {
 	kill -TERM "$SERVE_PID" 2>/dev/null

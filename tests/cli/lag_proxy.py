@@ -10,7 +10,8 @@
 # made a resumed upload meet a 409. Requests are told apart by the first
 # bytes of a client write, so a reused connection is followed too. One
 # log line per event.
-import os, socket, sys, threading, time
+import socket, sys, threading, time
+import proxy_lib
 portfile, logf, upport = sys.argv[1], sys.argv[2], int(sys.argv[3])
 cut, lag = int(sys.argv[4]), float(sys.argv[5])
 lock = threading.Lock()
@@ -18,13 +19,7 @@ gate = threading.Event()
 gate.set()
 asked = threading.Event()  # a GET /v1/receive/ answered after the reset
 state = {"first": True, "reset": False}
-ls = socket.socket()
-ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-ls.bind(("127.0.0.1", 0))
-ls.listen(64)
-with open(portfile + ".tmp", "w") as f:
-    f.write(str(ls.getsockname()[1]))
-os.rename(portfile + ".tmp", portfile)
+ls = proxy_lib.listen(portfile)
 
 
 def log(msg):
@@ -114,13 +109,7 @@ def serve(c):
     threading.Thread(target=up, daemon=True).start()
     threading.Thread(target=down, daemon=True).start()
     done.wait()
-    for x in (c, s):
-        try:
-            x.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+    proxy_lib.shut(c, s)
 
 
-while True:
-    c, _ = ls.accept()
-    threading.Thread(target=serve, args=(c,), daemon=True).start()
+proxy_lib.serve_forever(ls, serve)
