@@ -245,14 +245,19 @@ static int tier(struct store_hset *s)
 	return 0;
 }
 
+static int hset_usable(const struct store_hset *s)
+{
+	return s->broken ? ferry_err(FERR_IO, "a key set was lost by an earlier error") : 0;
+}
+
 /* Moves the whole set to its table for good. A failure midway leaves
  * keys in both parts, so the set is marked lost: every later use fails
  * (its owner, a send or a receive, stops at the first error anyway). */
 static int to_table(struct store_hset *s)
 {
 	int r;
-	if (s->state == HSET_TABLED)
-		return 0;
+	if ((r = hset_usable(s)) < 0 || s->state == HSET_TABLED)
+		return r;
 	if ((r = tier(s)) < 0)
 		return r;
 	for (uint32_t i = 0; i < s->mem_cap; i++)
@@ -266,11 +271,6 @@ static int to_table(struct store_hset *s)
 	s->mem_cap = s->mem_n = 0;
 	s->state = HSET_TABLED;
 	return 0;
-}
-
-static int hset_usable(const struct store_hset *s)
-{
-	return s->broken ? ferry_err(FERR_IO, "a key set was lost by an earlier error") : 0;
 }
 
 int store_hset_add(struct store_hset *s, const void *key, size_t len, int val)
@@ -336,7 +336,7 @@ int store_hset_del(struct store_hset *s, const void *key, size_t len)
 {
 	int r;
 	/* rare (no stream path deletes): the table does it */
-	if ((r = hset_usable(s)) < 0 || (r = to_table(s)) < 0)
+	if ((r = to_table(s)) < 0)
 		return r;
 	if ((r = hset_op(s)) < 0)
 		return r;
@@ -536,7 +536,7 @@ int store_partial_save(struct store_writer *w, struct store_pool *p, const char 
 			 "saving a partial receive")) < 0)
 		goto fail;
 	/* the table must hold the whole set */
-	if ((r = hset_usable(objs)) < 0 || (r = to_table(objs)) < 0)
+	if ((r = to_table(objs)) < 0)
 		goto fail;
 	snprintf(sql, sizeof sql, "INSERT INTO recv_partial_objs(ds, k, v) SELECT ?1, k, v FROM %s",
 		 objs->table);
