@@ -17,6 +17,9 @@
 
 #define KEY_LEN (1 + FERRY_HASH_LEN)          /* 'N'/'B' + hash */
 #define VKEY_LEN (1 + FERRY_HASH_LEN + 8)     /* 'L' + hash + span */
+/* every key of a receive's sets fits their memory part (store/xfer.c) */
+_Static_assert(KEY_LEN <= STORE_HSET_MEM_KEY_MAX && VKEY_LEN <= STORE_HSET_MEM_KEY_MAX,
+	       "a receive's set keys fit in memory");
 
 /* A block on the workers: as it came, and as the rule made it. */
 struct rjob {

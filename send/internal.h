@@ -14,6 +14,8 @@
 #include "send.h"
 
 #define KEY_LEN (1 + FERRY_HASH_LEN) /* 'N'/'B' + hash */
+/* every key of a send's sets fits their memory part (store/xfer.c) */
+_Static_assert(KEY_LEN <= STORE_HSET_MEM_KEY_MAX, "a send's set keys fit in memory");
 
 /* A send: one stream, its substreams one after the other. */
 struct snd {

@@ -966,7 +966,8 @@ int store_gc_run(struct store_pool *p, const struct store_gc_opts *o,
 
 /* ---- transfer helpers for send/ and recv/ (xfer.c) ---------------------------
  * A key set, keys up to 64 bytes with a small value: in memory (at most
- * 2.6 MB), up to 49,152 keys of at most 35 bytes; the keys beyond (or
+ * 3.1 MB), up to 49,152 keys of at most STORE_HSET_MEM_KEY_MAX bytes (a
+ * caller's keys should fit: every longer one costs a statement); the keys beyond (or
  * longer) in a TEMP table of the pool's connection (memory stays bounded,
  * SQLite spills to a temp file) with a 1 MiB filter in front. So a set is
  * not transactional: what was added stays until deleted, whatever happens
@@ -974,6 +975,7 @@ int store_gc_run(struct store_pool *p, const struct store_gc_opts *o,
  * batch: group the table's inserts in transactions of our own; only when
  * no writer is open on p (a sender). Not thread-safe; lives while p is
  * open. */
+#define STORE_HSET_MEM_KEY_MAX 43
 struct store_hset;
 int store_hset_new(struct store_pool *p, int batch, struct store_hset **out) FERRY_WUR;
 void store_hset_free(struct store_hset *s); /* NULL is a no-op */
@@ -984,6 +986,9 @@ int store_hset_get(struct store_hset *s, const void *key, size_t len, int *val) 
 /* 1 when key was there and is removed, else 0. */
 int store_hset_del(struct store_hset *s, const void *key, size_t len) FERRY_WUR;
 int store_hset_count(struct store_hset *s, uint64_t *n) FERRY_WUR;
+/* How many of its keys the set holds in memory (the rest, if any, are in
+ * its table). */
+uint32_t store_hset_memory_keys(const struct store_hset *s);
 
 /* 1 when snapshot snap_id references block hash (in any codec), else 0. */
 int store_snap_has_block(struct store_pool *p, int64_t snap_id,

@@ -12,8 +12,9 @@
 
 #define HSET_BATCH 4096
 /* A set starts in memory: an open-addressing table (linear probing) of
- * 40-byte slots that grows from HMEM_MIN to HMEM_MAX slots (2.6 MB; the
- * keys of send and recv are 33 bytes), kept at most 3/4 full. A
+ * 48-byte slots that grows from HMEM_MIN to HMEM_MAX slots (3.1 MB; the
+ * keys of send and recv are 33 bytes, and 41 for recv's blocklist spans),
+ * kept at most 3/4 full. A
  * receive asks its sets four or five times per block and node
  * (recv/body.c, recv/verify.c), and each SQLite statement cost 2-5 us on
  * the thread that reads the stream: for a stream of fewer than ~49,000
@@ -24,7 +25,7 @@
  * key (a key is added to the table only when memory does not hold it). A
  * delete, and saving a partial receive, move the whole set to its table
  * for good ("tabled"). */
-#define HMEM_KEY_MAX 35
+#define HMEM_KEY_MAX STORE_HSET_MEM_KEY_MAX
 #define HMEM_MIN 1024u
 #define HMEM_MAX (1u << 16)
 /* Once tiered, a Bloom filter stays in front of the table: most lookups
@@ -43,7 +44,7 @@ struct hslot {
 	uint8_t key[HMEM_KEY_MAX];
 	int32_t val;
 };
-_Static_assert(sizeof(struct hslot) == 40, "a key set's slot is 40 bytes");
+_Static_assert(sizeof(struct hslot) == 48, "a key set's slot is 48 bytes");
 
 struct store_hset {
 	struct store_pool *p;
@@ -350,6 +351,11 @@ int store_hset_del(struct store_hset *s, const void *key, size_t len)
 	r = sqlite3_changes(s->p->db) > 0 ? 1 : 0;
 	sqlite3_reset(s->st_del);
 	return r;
+}
+
+uint32_t store_hset_memory_keys(const struct store_hset *s)
+{
+	return s->mem_n;
 }
 
 int store_hset_count(struct store_hset *s, uint64_t *n)

@@ -252,6 +252,10 @@ static void hset_round(struct store_pool *p, uint32_t n, size_t len, int batch)
 		if (i % 7 == 0)
 			assert_int_equal(store_hset_add(h, k, len, 5555), 0);
 	}
+	/* memory holds the first 49,152 keys that fit its slots, the table
+	 * the rest */
+	assert_int_equal(store_hset_memory_keys(h),
+			 len > STORE_HSET_MEM_KEY_MAX ? 0 : n < 49152 ? n : 49152);
 	for (uint32_t i = 0; i < n + 100; i++) {
 		keyof(k, i, len);
 		v = -1;
@@ -294,6 +298,7 @@ static void hset_round(struct store_pool *p, uint32_t n, size_t len, int batch)
 	assert_int_equal(store_hset_add(h, k, len, 3), 1);
 	assert_int_equal(store_hset_count(h, &c), 0);
 	assert_int_equal(c, (uint64_t)n + 1);
+	assert_int_equal(store_hset_memory_keys(h), 0);
 	/* the delete moved the whole set to its table: the first and last
 	 * keys (memory and, past the bound, table before) are still there */
 	for (uint32_t i = 0; i < n; i += n > 1 ? n - 1 : 1) {
@@ -319,13 +324,13 @@ static void test_hset(void **state)
 	assert_int_equal(store_pool_create("tank", path, props, 1), 0);
 	assert_int_equal(store_pool_open("tank", 0, &p), 0);
 	hset_round(p, 10, 33, 0);
-	hset_round(p, 3000, 41, 1);
+	hset_round(p, 3000, 41, 1); /* recv's blocklist spans */
 	/* past the in-memory bound: the set spills to its table midway */
 	hset_round(p, 60000, 33, 1);
 	hset_round(p, 50, 47, 0);
 	/* the longest key memory holds, and one byte more (the table's) */
-	hset_round(p, 200, 35, 0);
-	hset_round(p, 200, 36, 1);
+	hset_round(p, 200, STORE_HSET_MEM_KEY_MAX, 0);
+	hset_round(p, 200, STORE_HSET_MEM_KEY_MAX + 1, 1);
 	store_pool_close(p);
 	snprintf(path, sizeof path, "rm -rf '%s'", dir);
 	assert_int_equal(system(path), 0);
