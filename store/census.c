@@ -57,7 +57,6 @@
 #define NODE_FILL ((1u << NODE_BITS) / 4 * 3)
 
 size_t census_node_fill = NODE_FILL;
-size_t census_map_fill = MAP_FILL;
 
 /* census_state, census_nodes and census_blocks were the first version's:
  * a blocklist named by a directory entry had its own row there, and its
@@ -83,23 +82,10 @@ static const char census_temp[] =
 	"  old BLOB NOT NULL, sign INTEGER NOT NULL);"
 	"DELETE FROM temp.c_nodes; DELETE FROM temp.c_blocks; DELETE FROM temp.c_todo;";
 
-/* A pending change in the map: to a node's count, to a block's, or to a
- * blocklist a directory entry names (a leaf: each of its blocks changes
- * by d; it is read when the map is applied, in hash order with the other
- * leaves, and not at all when its changes sum to 0, as for a file that
- * moved to another directory). */
-enum { KIND_NODE, KIND_BLOCK, KIND_LEAF };
-
 struct slot {
 	uint8_t hash[FERRY_HASH_LEN];
 	int64_t d;
-	uint8_t used, block; /* block: the KIND_ */
-};
-
-/* A leaf taken from the map, to be read once the map is applied. */
-struct leaf {
-	uint8_t hash[FERRY_HASH_LEN];
-	int64_t d;
+	uint8_t used, block;
 };
 
 /* A node's count while the change is being computed: base, its stored
@@ -147,9 +133,6 @@ struct census {
 	struct slot *map;
 	uint32_t *used; /* the used slots of map (nmap of them) */
 	size_t nmap;
-	struct leaf *leaves; /* up to MAP_FILL: a flush's leaves */
-	int in_leaves;       /* a flush is reading its leaves */
-	int64_t leaf_d;      /* what each block of the leaf being read counts */
 	struct nslot *nodes;
 	uint32_t *order; /* the used slots of nodes, in use order; sorted when written out */
 	size_t nnodes;
@@ -396,45 +379,27 @@ static int used_cmp(const void *a, const void *b, void *arg)
 	return memcmp(x->hash, y->hash, FERRY_HASH_LEN);
 }
 
-static int leaf_blocks(struct census *c, const uint8_t *hash, int64_t d);
-
 /* Applies the summed changes, in hash order (neighbouring rows of the
- * TEMP tables one after another), and empties the map; then reads the
- * leaves it held, in hash order, their blocks going into the map. A
- * flush while the leaves are read meets only blocks. */
+ * TEMP tables one after another), and empties the map. */
 static int flush(struct census *c)
 {
-	size_t nl = 0;
 	int r = 0;
 	qsort_r(c->used, c->nmap, sizeof *c->used, used_cmp, c->map);
 	for (size_t i = 0; i < c->nmap; i++) {
 		struct slot *s = &c->map[c->used[i]];
-		if (s->d && r == 0) {
-			if (s->block == KIND_LEAF) {
-				if (c->in_leaves)
-					BUG("a leaf in the map while leaves are read");
-				memcpy(c->leaves[nl].hash, s->hash, FERRY_HASH_LEN);
-				c->leaves[nl++].d = s->d;
-			} else {
-				r = s->block == KIND_BLOCK ? block_add(c, s->hash, s->d)
-							   : touch(c, s->hash, s->d);
-			}
-		}
+		if (s->d && r == 0)
+			r = s->block ? block_add(c, s->hash, s->d) : touch(c, s->hash, s->d);
 		s->used = 0;
 	}
 	c->nmap = 0;
-	c->in_leaves = 1;
-	for (size_t i = 0; i < nl && r == 0; i++)
-		r = leaf_blocks(c, c->leaves[i].hash, c->leaves[i].d);
-	c->in_leaves = 0;
 	return r;
 }
 
-/* Adds d to the pending change of a node, block or leaf (kind). */
+/* Adds d to the pending change of a node or block. */
 static int add(struct census *c, int block, const uint8_t *hash, int64_t d)
 {
 	int r;
-	if ((c->nmap >= census_map_fill || c->nmap >= MAP_FILL) && (r = flush(c)) < 0)
+	if (c->nmap >= MAP_FILL && (r = flush(c)) < 0)
 		return r;
 	for (size_t i = slot_of(hash, block);; i = (i + 1) & ((1u << MAP_BITS) - 1)) {
 		struct slot *s = &c->map[i];
@@ -456,13 +421,7 @@ static int add(struct census *c, int block, const uint8_t *hash, int64_t d)
 static int child(void *arg, int is_block, const uint8_t *hash)
 {
 	struct census *c = arg;
-	return add(c, is_block ? KIND_BLOCK : KIND_NODE, hash, c->sign);
-}
-
-static int leaf_child(void *arg, int is_block, const uint8_t *hash)
-{
-	struct census *c = arg;
-	return add(c, is_block ? KIND_BLOCK : KIND_NODE, hash, c->leaf_d);
+	return add(c, is_block, hash, c->sign);
 }
 
 /* The blocks of blocklist hash, named by a directory entry, count d
@@ -476,17 +435,17 @@ static int leaf_blocks(struct census *c, const uint8_t *hash, int64_t d)
 	if (t != NODE_BLOCKLIST)
 		return ferry_err(FERR_CORRUPT, "a directory entry names a node of type %d as a blocklist",
 				 t);
-	c->leaf_d = d;
-	return node_children(t, c->lb.data, c->lb.len, 1, leaf_child, c);
+	c->sign = (int)d;
+	return node_children(t, c->lb.data, c->lb.len, 1, child, c);
 }
 
-/* A directory entry's child counts d: its blocklist's blocks (read when
- * the map is applied), or the node. */
+/* A directory entry's child counts d: its blocklist's blocks, or the
+ * node. */
 static int entry_child(struct census *c, const struct node_entry *e, int64_t d)
 {
 	if (!e->child_type)
 		return 0;
-	return add(c, e->child_type == NODE_BLOCKLIST ? KIND_LEAF : KIND_NODE, e->child, d);
+	return e->child_type == NODE_BLOCKLIST ? leaf_blocks(c, e->child, d) : add(c, 0, e->child, d);
 }
 
 /* The children of node (type, b) count sign each. */
@@ -623,13 +582,13 @@ static int pair_other(struct census *c, int type)
 		} else if (cmp < 0) {
 			i++;
 			if (a->block)
-				r = add(c, KIND_BLOCK, a->hash, 1);
+				r = add(c, 1, a->hash, 1);
 			else
 				ln[nn++] = a;
 		} else {
 			k++;
 			if (b->block)
-				r = add(c, KIND_BLOCK, b->hash, -1);
+				r = add(c, 1, b->hash, -1);
 			else
 				lo[no++] = b;
 		}
@@ -644,9 +603,9 @@ static int pair_other(struct census *c, int type)
 		if (i < nn && i < no)
 			r = touch_pair(c, ln[i]->hash, lo[i]->hash);
 		else if (i < nn)
-			r = add(c, KIND_NODE, ln[i]->hash, 1);
+			r = add(c, 0, ln[i]->hash, 1);
 		else
-			r = add(c, KIND_NODE, lo[i]->hash, -1);
+			r = add(c, 0, lo[i]->hash, -1);
 	}
 	return r;
 }
@@ -736,7 +695,6 @@ static int count(struct store_pool *p, struct store_writer *w, int64_t ds_id,
 	fbuf_init(&c.lb, NODE_MAX);
 	if (!(c.map = calloc((size_t)1 << MAP_BITS, sizeof *c.map)) ||
 	    !(c.used = malloc(MAP_FILL * sizeof *c.used)) ||
-	    !(c.leaves = malloc(MAP_FILL * sizeof *c.leaves)) ||
 	    !(c.nodes = calloc((size_t)1 << NODE_BITS, sizeof *c.nodes)) ||
 	    !(c.order = malloc(((size_t)1 << NODE_BITS) * sizeof *c.order)) ||
 	    !(c.stack = malloc(STACK_MAX * sizeof *c.stack))) {
@@ -791,7 +749,6 @@ out:
 	sqlite3_finalize(c.st_tmp);
 	free(c.map);
 	free(c.used);
-	free(c.leaves);
 	free(c.nodes);
 	free(c.order);
 	free(c.stack);

@@ -444,11 +444,6 @@ enum census_mode {
  * them to its TEMP table (at most 49,152; tests lower it to reach that
  * path). */
 extern size_t census_node_fill;
-/* How many pending changes (of nodes, blocks and directory entries'
- * blocklists) a census change sums in memory before it applies them (at
- * most 32,768; tests lower it to apply them often, and to fill the map
- * while the blocklists are read). */
-extern size_t census_map_fill;
 /* The census tables (CREATE IF NOT EXISTS), for a writable open. */
 const char *census_schema_sql(void);
 /* Counts the new tree root of dataset ds_id into the writer's TEMP tables:

@@ -492,8 +492,6 @@ static void test_random_histories(void **state)
 	/* odd seeds: a census change holds 3 node counts in memory at most,
 	 * the rest go to its TEMP table and are read back from there */
 	census_node_fill = seed % 2 ? 3 : 49152;
-	/* seeds 4k+1: the map of pending changes applied every 5 */
-	census_map_fill = seed % 4 == 1 ? 5 : 32768;
 	for (int d = 0; d < 2; d++) {
 		snprintf(src[d], sizeof src[d], "%s/src%d", dir, d);
 		assert_int_equal(mkdir(src[d], 0755), 0);
@@ -598,7 +596,6 @@ static void test_wide_census(void **state)
 	o.threads = 1;
 	seed = 0;
 	census_node_fill = 4096; /* the build writes node counts out 5 times */
-	census_map_fill = 1000;  /* and applies its pending changes 20 times and more */
 	for (int step = 0; step < 4; step++) {
 		if (step) {
 			/* a file's only block goes; a file goes whose twin keeps
