@@ -326,8 +326,8 @@ int dirstack_open_parent(struct dirstack *s) FERRY_WUR;
 void dirstack_pop(struct dirstack *s);
 
 /* ---- the ordered pipeline (pipeline.c) ------------------------------------
- * The one way ferry spreads work over cores (capture, restore, recv, send
- * and the pack flusher use it; nothing else starts a thread). The caller
+ * The one way ferry spreads work over cores (capture, restore, recv, send,
+ * the pack flusher and its syncer use it; nothing else starts a thread). The caller
  * takes a job slot, fills it and submits it; workers run it; the caller's
  * thread gets every job back in submission order (ops.done), so what must
  * happen in order (blocks into a pack, WRITEs into a stream, a file's
@@ -387,6 +387,9 @@ int pipeline_job(struct pipeline *pl, void **job) FERRY_WUR;
 int pipeline_submit(struct pipeline *pl, void *job) FERRY_WUR;
 /* Collects every job in flight, in order: 0, or the first error. */
 int pipeline_drain(struct pipeline *pl) FERRY_WUR;
+/* Collects, in order, the jobs at the head that are done, without waiting
+ * for one that is not: 0, or the first error. */
+int pipeline_collect_done(struct pipeline *pl) FERRY_WUR;
 /* Drops every job in flight (ops.cancel for each); a kept error stays.
  * NULL is a no-op. */
 void pipeline_cancel(struct pipeline *pl);

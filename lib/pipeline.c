@@ -318,6 +318,23 @@ int pipeline_drain(struct pipeline *pl)
 	return 0;
 }
 
+int pipeline_collect_done(struct pipeline *pl)
+{
+	int r;
+	if (pl->err)
+		return reraise(pl);
+	while (pl->head < pl->tail) {
+		pthread_mutex_lock(&pl->mu);
+		int done = slot_at(pl, pl->head)->done;
+		pthread_mutex_unlock(&pl->mu);
+		if (!done)
+			break;
+		if ((r = collect_one(pl)) < 0)
+			return r;
+	}
+	return 0;
+}
+
 void pipeline_cancel(struct pipeline *pl)
 {
 	if (pl)

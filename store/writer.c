@@ -28,6 +28,14 @@
 #include "internal.h"
 
 #define WBUF_SIZE ((size_t)4 << 20)
+/* The syncer: every SYNC_EVERY bytes handed to the flusher, the open pack
+ * is fsynced on a thread of its own while the writes go on, when the sync
+ * before is done (else the next time). The fsync before the commit then
+ * finds at most the last SYNC_EVERY bytes to make durable. On a disk with
+ * a volatile cache, a VM's above all, writeback alone leaves that cache
+ * holding the whole snapshot: its one flush at the commit took 0.49 s of
+ * bench/recv's 1.9 s kept receive, with both cores idle. */
+#define SYNC_EVERY ((size_t)32 << 20)
 #define BATCH_OPS 1024
 
 struct wpack {
@@ -50,9 +58,18 @@ struct flush_job {
 	char pack[32];
 };
 
+/* A pack to fsync early (the syncer: a pipeline of one worker and one
+ * slot; its first error fails the commit, as the flusher's does). */
+struct sync_job {
+	int fd;
+	char pack[32];
+};
+
 struct store_writer {
 	struct store_pool *p;
 	struct pipeline *fl; /* the flusher, started on first use */
+	struct pipeline *sy; /* the syncer, started with the flusher */
+	size_t unsynced;     /* bytes handed to the flusher since the last early sync */
 	uint8_t *buf2;       /* the buffer not being filled */
 	int lock_fd;
 	struct wpack *packs; /* packs written since the last commit; the last is open */
@@ -119,6 +136,16 @@ static int flush_run(void *jv, void *ctx)
 
 static const struct pipeline_ops flush_ops = {flush_run, NULL, NULL, NULL};
 
+static int sync_run(void *jv, void *ctx)
+{
+	struct sync_job *j = jv;
+	char what[64];
+	snprintf(what, sizeof what, "pack '%s'", j->pack);
+	return io_fsync(j->fd, what);
+}
+
+static const struct pipeline_ops sync_ops = {sync_run, NULL, NULL, NULL};
+
 /* Waits until no buffer is in flight: 0, or the error of one that was
  * (then and from now on). */
 static int flusher_wait(struct store_writer *w)
@@ -139,6 +166,8 @@ static void close_packs(struct store_writer *w, int drop)
 	 * not started never is, and its error does not matter (nor replaces
 	 * the one being reported) */
 	pipeline_cancel(w->fl);
+	pipeline_cancel(w->sy); /* likewise: a sync running ends first */
+	w->unsynced = 0;
 	for (size_t i = 0; i < w->npacks; i++) {
 		if (w->packs[i].fd >= 0)
 			close(w->packs[i].fd);
@@ -372,6 +401,7 @@ void store_writer_free(struct store_writer *w)
 	 * drops them; clearing them here would cost a walk of every page. */
 	close_packs(w, 1);
 	pipeline_free(w->fl);
+	pipeline_free(w->sy);
 	free(w->packs);
 	if (w->lock_fd >= 0)
 		close(w->lock_fd);
@@ -384,6 +414,28 @@ void store_writer_free(struct store_writer *w)
 	free(w);
 }
 
+/* Counts n more bytes for the open pack; past SYNC_EVERY, hands the pack
+ * to the syncer unless its last sync is still running (never waits). */
+static int sync_early(struct store_writer *w, size_t n)
+{
+	void *jv;
+	int r;
+	w->unsynced += n;
+	if (w->unsynced < SYNC_EVERY)
+		return 0;
+	if ((r = pipeline_collect_done(w->sy)) < 0)
+		return r;
+	if (pipeline_pending(w->sy))
+		return 0;
+	if ((r = pipeline_job(w->sy, &jv)) < 0)
+		return r;
+	struct sync_job *j = jv;
+	j->fd = w->packs[w->cur].fd;
+	snprintf(j->pack, sizeof j->pack, "%s", w->packs[w->cur].name);
+	w->unsynced = 0;
+	return pipeline_submit(w->sy, j);
+}
+
 /* Hands the filled buffer to the flusher (started on first use) and goes on
  * with the other one; the bytes reach the pack in the order they were put. */
 /* Queues len bytes of data (then more_len of more) for the open pack, once
@@ -393,6 +445,9 @@ static int flush_queue(struct store_writer *w, const uint8_t *data, size_t len,
 {
 	void *jv;
 	int r;
+	if (!w->sy && (r = pipeline_new(&w->sy, 1, 1, sizeof(struct sync_job), &sync_ops,
+					NULL)) < 0)
+		return r;
 	if (!w->fl && (r = pipeline_new(&w->fl, 1, 1, sizeof(struct flush_job), &flush_ops,
 					NULL)) < 0)
 		return r;
@@ -405,7 +460,9 @@ static int flush_queue(struct store_writer *w, const uint8_t *data, size_t len,
 	j->more_len = more_len;
 	j->fd = w->packs[w->cur].fd;
 	snprintf(j->pack, sizeof j->pack, "%s", w->packs[w->cur].name);
-	return pipeline_submit(w->fl, j);
+	if ((r = pipeline_submit(w->fl, j)) < 0)
+		return r;
+	return sync_early(w, len + more_len);
 }
 
 static int flush_buf(struct store_writer *w)
@@ -649,7 +706,8 @@ static int sync_packs(struct store_writer *w)
 {
 	char dir[PATH_MAX];
 	int r;
-	if ((w->cur >= 0 && (r = flush_buf(w)) < 0) || (r = flusher_wait(w)) < 0)
+	if ((w->cur >= 0 && (r = flush_buf(w)) < 0) || (r = flusher_wait(w)) < 0 ||
+	    (w->sy && (r = pipeline_drain(w->sy)) < 0))
 		return r;
 	for (size_t i = 0; i < w->npacks; i++) {
 		char what[64];

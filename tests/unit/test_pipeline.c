@@ -222,6 +222,55 @@ static void test_backpressure(void **state)
 	world_release(&w);
 }
 
+/* Calls pipeline_collect_done until nothing is in flight (a run that has
+ * ended may not be marked done yet), or for 5 s; its last result. */
+static int collect_all(struct pipeline *pl)
+{
+	struct timespec ts = {0, 1000 * 1000};
+	int r = 0;
+	for (int i = 0; i < 5000 && (r = pipeline_collect_done(pl)) == 0 && pipeline_pending(pl); i++)
+		nanosleep(&ts, NULL);
+	return r;
+}
+
+/* pipeline_collect_done takes what is done at the head, in order, and
+ * never waits: not for a job still running, nor for one behind it; a
+ * failed job's error comes back from it as from any call. */
+static void test_collect_done(void **state)
+{
+	struct pipeline *pl = NULL;
+	struct world w;
+	world_init(&w, 4);
+	w.gated = 1;
+	assert_int_equal(pipeline_new(&pl, 1, 2, sizeof(struct job), &ops, &w), 0);
+	assert_int_equal(pipeline_collect_done(pl), 0); /* nothing in flight */
+	assert_int_equal(submit_one(pl, &w, 0, 0), 0);
+	assert_int_equal(submit_one(pl, &w, 1, 0), 0);
+	pthread_mutex_lock(&w.gate_mu);
+	while (!w.started)
+		pthread_cond_wait(&w.gate_cv, &w.gate_mu);
+	pthread_mutex_unlock(&w.gate_mu);
+	/* job 0 is held at the gate: nothing is taken, nothing waits */
+	assert_int_equal(pipeline_collect_done(pl), 0);
+	assert_int_equal(w.ndone, 0);
+	assert_int_equal(pipeline_pending(pl), 2);
+	gate_open(&w);
+	assert_int_equal(collect_all(pl), 0);
+	assert_int_equal(w.ndone, 2);
+	assert_int_equal(pipeline_pending(pl), 0);
+	/* a failure found by it */
+	w.fail_at = 3;
+	assert_int_equal(submit_one(pl, &w, 2, 0), 0);
+	assert_int_equal(submit_one(pl, &w, 3, 0), 0);
+	assert_int_equal(collect_all(pl), -FERR_CORRUPT);
+	assert_int_equal(w.ndone, 4);
+	assert_int_equal(pipeline_pending(pl), 0);
+	assert_int_equal(pipeline_collect_done(pl), -FERR_CORRUPT); /* kept */
+	pipeline_free(pl);
+	world_release(&w);
+	ferry_err_clear();
+}
+
 /* A failing run: the jobs before it are done in order, it reaches done
  * with its worker's message, the ones after it are cancelled (not run if
  * they had not started) before the call returns, and every later call
@@ -421,6 +470,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_order_and_bound),
 		cmocka_unit_test(test_backpressure),
+		cmocka_unit_test(test_collect_done),
 		cmocka_unit_test(test_error_cancels),
 		cmocka_unit_test(test_done_error_and_cancel),
 		cmocka_unit_test(test_zero_threads),
