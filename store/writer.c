@@ -5,13 +5,14 @@
  * pool's connection (w_new, w_nodes, w_refs), so memory stays bounded
  * however large the snapshot; TEMP tables take no lock on the catalogue.
  * Block bytes go through two buffers, one filled while the flusher writes
- * the other; a pack's bytes are fsynced before the transaction that names
- * them commits.
+ * the other, and the syncer fsyncs the open pack as it grows; a pack's
+ * bytes are fsynced before the transaction that names them commits.
  *
- * Why one file of some 740 lines: struct store_writer and the rules that
+ * Why one file of some 900 lines: struct store_writer and the rules that
  * guard it (a broken writer refuses every later put and commit, a batch is
- * checked before its rows are trusted, the flusher's first error fails the
- * commit, packs are handed to the pool's transaction) are one invariant;
+ * checked before its rows are trusted, the flusher's and the syncer's
+ * first errors fail the commit, packs are handed to the pool's
+ * transaction) are one invariant;
  * split, the rest of store/ would see the struct and the half-dozen
  * helpers that keep it. The catalogue rows of the commit itself are in
  * commit.c. */
