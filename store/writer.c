@@ -69,7 +69,7 @@ struct sync_job {
 struct store_writer {
 	struct store_pool *p;
 	struct pipeline *fl; /* the flusher, started on first use */
-	struct pipeline *sy; /* the syncer, started with the flusher */
+	struct pipeline *sy; /* the syncer, started at its first sync */
 	size_t unsynced;     /* bytes handed to the flusher since the last early sync */
 	uint8_t *buf2;       /* the buffer not being filled */
 	int lock_fd;
@@ -424,6 +424,9 @@ static int sync_early(struct store_writer *w, size_t n)
 	w->unsynced += n;
 	if (w->unsynced < SYNC_EVERY)
 		return 0;
+	if (!w->sy && (r = pipeline_new(&w->sy, 1, 1, sizeof(struct sync_job), &sync_ops,
+					NULL)) < 0)
+		return r;
 	if ((r = pipeline_collect_done(w->sy)) < 0)
 		return r;
 	if (pipeline_pending(w->sy))
@@ -446,9 +449,6 @@ static int flush_queue(struct store_writer *w, const uint8_t *data, size_t len,
 {
 	void *jv;
 	int r;
-	if (!w->sy && (r = pipeline_new(&w->sy, 1, 1, sizeof(struct sync_job), &sync_ops,
-					NULL)) < 0)
-		return r;
 	if (!w->fl && (r = pipeline_new(&w->fl, 1, 1, sizeof(struct flush_job), &flush_ops,
 					NULL)) < 0)
 		return r;
