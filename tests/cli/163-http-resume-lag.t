@@ -16,13 +16,7 @@ S=$T/src
 mkdir -p "$S"
 "$PRNG" bin 31 3000000 >"$S/blob"
 "$PRNG" text 32 1000000 >"$S/text"
-ferry pool create tank "$T/tank"
-ferry create -o source="$S" -o recordsize=16K tank/fs
-ferry snapshot tank/fs@a
-ferry pool create -o compression=lz4 bk "$T/bk"
-token c bk append
-serve_start bk
-export FERRY_TOKEN="$(tok c)"
+upload_fixture
 # the first upload's first 600,000 bytes reach the server once the client,
 # its connection reset, was told where the server stands
 proxy_start lag_proxy.py "$T/proxy.log" "$PORT" 600000 1

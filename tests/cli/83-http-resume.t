@@ -20,13 +20,7 @@ mkdir -p "$S"
 "$PRNG" bin 11 6000000 >"$S/blob"
 "$PRNG" text 12 2000000 >"$S/text"
 for i in 1 2 3 4 5 6 7 8; do "$PRNG" text $((20 + i)) 40000 >"$S/small$i"; done
-ferry pool create tank "$T/tank"
-ferry create -o source="$S" -o recordsize=16K tank/fs
-ferry snapshot tank/fs@a
-ferry pool create -o compression=lz4 bk "$T/bk"
-token c bk append
-serve_start bk
-export FERRY_TOKEN="$(tok c)"
+upload_fixture
 SIZE=$(ferry send --compress=lz4 tank/fs@a | wc -c)
 SEED=${HTTP_CUT_SEED:-$(date +%s)}
 diag "cut offsets from seed $SEED (HTTP_CUT_SEED=$SEED reproduces them)"

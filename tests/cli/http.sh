@@ -26,6 +26,19 @@ token() {
 }
 tok() { cat "$T/tok.$1"; }
 
+# upload_fixture: snapshot tank/fs@a of the tree in $S (16K records), and
+# an lz4 pool bk served with an append token c, which FERRY_TOKEN holds
+upload_fixture() {
+	"$FERRY" pool create tank "$T/tank"
+	"$FERRY" create -o source="$S" -o recordsize=16K tank/fs
+	"$FERRY" snapshot tank/fs@a
+	"$FERRY" pool create -o compression=lz4 bk "$T/bk"
+	token c bk append
+	serve_start bk
+	FERRY_TOKEN=$(tok c)
+	export FERRY_TOKEN
+}
+
 # mkcert: a self-signed certificate for 127.0.0.1 in $T/cert.pem, $T/key.pem
 mkcert() {
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
