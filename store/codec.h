@@ -105,6 +105,13 @@ int codec_lz4_encode(const void *src, size_t lsize, void *dst, size_t dst_cap,
 int codec_lz4_decode(const void *src, size_t psize, void *dst,
 		     size_t lsize) FERRY_WUR;
 size_t codec_gzip_bound(size_t lsize);
+/* 1 when deflate is not worth trying on the block: its bytes look uniform
+ * (a sample's collision entropy at least 7.5 bits a byte) and lz4 cannot
+ * save 1/32 of it; 0 for any block under 1 KiB. codec_gzip_encode gives up
+ * with -FERR_NOSPACE_DST on such a block when dst_cap < lsize (a caller
+ * that wants only a saving encoding: codec_store_block). scratch: room for
+ * lsize bytes, overwritten. */
+int codec_gzip_hopeless(const void *block, size_t lsize, void *scratch);
 int codec_gzip_encode(unsigned level, const void *src, size_t lsize, void *dst,
 		      size_t dst_cap, size_t *psize) FERRY_WUR;
 int codec_gzip_decode_zlib(const void *src, size_t psize, void *dst,

@@ -462,6 +462,93 @@ static void test_keep_boundary_codecs(void **state)
 	free(dst);
 }
 
+/* ---- gzip's early abort (store/codec_gzip.c) ------------------------------ */
+
+/* n bytes drawn uniformly from k byte values, then a share of 1/rep_div of
+ * them (none when rep_div is 0) overwritten by copies of run bytes taken
+ * from earlier in the block: near-random data with a few repeats, the
+ * border the abort's two tests have to tell apart. */
+static void near_random(uint8_t *p, size_t n, unsigned k, size_t rep_div, size_t run,
+			uint64_t seed)
+{
+	rng_seed(seed);
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(rng() % k);
+	if (!rep_div || n < 2 * run)
+		return;
+	for (size_t done = 0; done < n / rep_div; done += run) {
+		size_t to = run + rng() % (n - 2 * run), from = rng() % (to - run + 1);
+		memmove(p + to, p + from, run);
+	}
+}
+
+static void test_gzip_early_abort(void **state)
+{
+	static const size_t ns[] = { 1000, 1024, 4096, 16384, 131072 };
+	static const unsigned ks[] = { 128, 160, 181, 200, 230, 256 };
+	static const size_t divs[] = { 0, 40, 20, 12, 8, 5 }, runs[] = { 4, 8, 32 };
+	static const char *const names[] = { "gzip-1", "gzip-7" };
+	size_t aborted = 0, tried = 0, kept = 0;
+	uint8_t *buf = malloc(1048576), *dst = malloc(1048576), *scratch = malloc(1048576);
+	(void)state;
+	assert_non_null(buf);
+	assert_non_null(dst);
+	assert_non_null(scratch);
+	/* random bytes: hopeless from 1 KiB up, to ferry's largest block */
+	near_random(buf, 1048576, 256, 0, 0, 1);
+	assert_true(codec_gzip_hopeless(buf, 1048576, scratch));
+	assert_true(codec_gzip_hopeless(buf, 131072, scratch));
+	assert_false(codec_gzip_hopeless(buf, 1023, scratch));
+	assert_true(codec_gzip_hopeless(buf, 1024, scratch));
+	/* random bytes repeated: uniform, but lz4 finds the repeats */
+	for (size_t i = 4096; i < 131072; i += 4096)
+		memcpy(buf + i, buf, 4096);
+	assert_false(codec_gzip_hopeless(buf, 131072, scratch));
+	/* text */
+	fill(K_TEXT, buf, 131072, 2);
+	assert_false(codec_gzip_hopeless(buf, 131072, scratch));
+	/* The storage rule's outcome, with the abort, is the unconstrained
+	 * encoder's on every block near the border (and the payload the
+	 * same bytes). */
+	for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+		for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
+			for (size_t di = 0; di < sizeof divs / sizeof divs[0]; di++)
+				for (size_t ri = 0; ri < (divs[di] ? 3u : 1u); ri++) {
+					size_t n = ns[ni], p, pfull;
+					enum block_form f;
+					near_random(buf, n, ks[ki], divs[di], runs[ri],
+						    ni * 1000 + ki * 100 + di * 10 + ri);
+					int h = codec_gzip_hopeless(buf, n, scratch);
+					aborted += h;
+					tried += !h;
+					for (size_t ci = 0; ci < 2; ci++) {
+						struct codec_spec c = spec(names[ci]);
+						uint8_t *z = encode(c, buf, n, &pfull);
+						assert_int_equal(codec_store_block(c, buf, n, dst, n - n / 8,
+										   &p, &f), 0);
+						if (codec_keeps(pfull, n)) {
+							assert_false(h);
+							assert_int_equal(f, BLOCK_COMPRESSED);
+							assert_int_equal(p, pfull);
+							assert_memory_equal(dst, z, p);
+							kept++;
+						} else {
+							assert_int_equal(f, BLOCK_RAW);
+						}
+						free(z);
+					}
+				}
+	/* the sweep crosses the border both ways */
+	print_message("early abort: %zu hopeless, %zu tried, %zu kept compressed\n", aborted,
+		      tried, kept);
+	assert_true(aborted > 20);
+	assert_true(tried > 20);
+	assert_true(kept > 20);
+	free(buf);
+	free(dst);
+	free(scratch);
+}
+
 /* ---- holes -------------------------------------------------------------- */
 
 static void test_zero_is_hole(void **state)
@@ -1022,6 +1109,7 @@ int main(void)
 		cmocka_unit_test(test_keep_boundary_codecs),
 		cmocka_unit_test(test_zero_is_hole),
 		cmocka_unit_test(test_is_zero),
+		cmocka_unit_test(test_gzip_early_abort),
 		cmocka_unit_test(test_gzip_is_zlib),
 		cmocka_unit_test(test_nospace),
 		cmocka_unit_test(test_lz4_gives_up_early),
