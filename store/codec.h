@@ -78,7 +78,8 @@ enum block_form {
  *  - all-zero and c is not off → BLOCK_HOLE;
  *  - c is off → BLOCK_RAW;
  *  - encoded size ≤ lsize − lsize/8 → BLOCK_COMPRESSED, *psize set;
- *  - otherwise → BLOCK_RAW.
+ *  - otherwise → BLOCK_RAW; so is, under gzip, a block the early abort
+ *    judges hopeless (codec_gzip_hopeless), without deflate being tried.
  * dst_cap must be at least lsize − lsize/8 (lsize is always enough), else
  * -FERR_INVAL; the encoder gets that much room and no more, so lz4 gives up
  * early on incompressible data. For BLOCK_RAW and BLOCK_HOLE dst is not
@@ -106,8 +107,10 @@ int codec_lz4_decode(const void *src, size_t psize, void *dst,
 		     size_t lsize) FERRY_WUR;
 size_t codec_gzip_bound(size_t lsize);
 /* 1 when deflate is not worth trying on the block: its bytes look uniform
- * (a sample's collision entropy at least 7.5 bits a byte) and lz4 cannot
- * save 1/32 of it; 0 for any block under 1 KiB. codec_gzip_encode gives up
+ * (a collision entropy of at least 7.5 bits a byte, in a sample and in the
+ * whole block) and lz4 cannot save 1/32 of it; 0 for a block under 1 KiB
+ * or over 16 MiB. A heuristic: a block built for it may be judged
+ * hopeless although deflate would save 1/8 of it. codec_gzip_encode gives up
  * with -FERR_NOSPACE_DST on such a block when dst_cap < lsize (a caller
  * that wants only a saving encoding: codec_store_block). scratch: room for
  * lsize bytes, overwritten. */

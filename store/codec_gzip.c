@@ -116,49 +116,60 @@ static uint8_t *gzip_scratch(struct gzip_cache *gc, size_t n, uint8_t **own)
  * OpenZFS's zstd early abort: deflate at level 7 spends as long on a block
  * of compressed or random bytes as on text, to find it cannot save the
  * 12.5 % the storage rule asks. A block is judged hopeless when
- *  1. its bytes look uniform: on a sample of at most GZIP_SAMPLE bytes (the
- *     whole block, or GZIP_WINDOWS windows spread over it), the sum of the
- *     squared byte counts is at most n^2 / 2^7.5, i.e. a collision entropy
- *     of at least 7.5 bits a byte (Huffman coding alone could then save at
- *     most 1/16); and
+ *  1. its bytes look uniform: the sum of their squared counts is at most
+ *     n^2 / 2^7.5, i.e. a collision entropy of at least 7.5 bits a byte,
+ *     so Huffman coding alone could save at most 1/16. A sample of
+ *     GZIP_SAMPLE bytes (GZIP_WINDOWS windows spread over the block) is
+ *     looked at first, and the whole block only when the sample passes,
+ *     so a block that merely has uniform bytes where the sample falls is
+ *     still deflated; and
  *  2. lz4 cannot save 1/32 of it either (few repeats for deflate to code).
- * Blocks under GZIP_ABORT_MIN bytes are always deflated: their sample is too
- * small to tell. Measured on three corpora, no block that deflate would have
- * kept compressed failed both tests. */
+ * Blocks under GZIP_ABORT_MIN bytes are always deflated: too small to
+ * tell. Measured on three corpora, no block that deflate would have kept
+ * compressed failed both tests; a block built to (bytes of high entropy
+ * repeated only in runs of 3, say) could, and is then stored raw. */
 #define GZIP_ABORT_MIN 1024u
+#define GZIP_ABORT_MAX (16u << 20) /* past ferry's blocks; keeps the sums below */
 #define GZIP_SAMPLE 4096u
 #define GZIP_WINDOWS 16u
+
+static void gzip_count(uint32_t count[256], const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		count[p[i]]++;
+}
+
+/* 1 when n bytes counted in count have a collision entropy of at least
+ * 7.5 bits a byte; n <= GZIP_ABORT_MAX = 2^24, so n^2 and 181 times the
+ * sum (at most n^2) fit 64 bits. */
+static int gzip_uniform(const uint32_t count[256], uint64_t n)
+{
+	uint64_t sq = 0;
+	for (int i = 0; i < 256; i++)
+		sq += (uint64_t)count[i] * count[i];
+	return sq * 181 <= n * n; /* 2^7.5 = 181.02 */
+}
 
 int codec_gzip_hopeless(const void *block, size_t lsize, void *scratch)
 {
 	const uint8_t *src = block;
 	uint32_t count[256] = {0};
-	uint64_t n = 0, sq = 0;
-	size_t room;
 
-	if (lsize < GZIP_ABORT_MIN || lsize > (size_t)LZ4_MAX_INPUT_SIZE)
+	if (lsize < GZIP_ABORT_MIN || lsize > GZIP_ABORT_MAX)
 		return 0;
-	if (lsize <= GZIP_SAMPLE) {
-		for (size_t i = 0; i < lsize; i++)
-			count[src[i]]++;
-		n = lsize;
-	} else {
+	if (lsize > GZIP_SAMPLE) {
 		size_t w = GZIP_SAMPLE / GZIP_WINDOWS, step = (lsize - w) / (GZIP_WINDOWS - 1);
-		for (size_t k = 0; k < GZIP_WINDOWS; k++) {
-			const uint8_t *p = src + k * step;
-			for (size_t i = 0; i < w; i++)
-				count[p[i]]++;
-		}
-		n = GZIP_SAMPLE;
+		for (size_t k = 0; k < GZIP_WINDOWS; k++)
+			gzip_count(count, src + k * step, w);
+		if (!gzip_uniform(count, GZIP_SAMPLE))
+			return 0;
+		memset(count, 0, sizeof count);
 	}
-	for (int i = 0; i < 256; i++)
-		sq += (uint64_t)count[i] * count[i];
-	/* 2^7.5 = 181.02 */
-	if (sq * 181 > n * n)
+	gzip_count(count, src, lsize);
+	if (!gzip_uniform(count, lsize))
 		return 0;
-	room = lsize - lsize / 32;
 	return LZ4_compress_default((const char *)src, (char *)scratch, (int)lsize,
-				    (int)room) <= 0;
+				    (int)(lsize - lsize / 32)) <= 0;
 }
 
 int codec_gzip_encode(unsigned level, const void *src, size_t lsize, void *dst,

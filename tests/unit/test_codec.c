@@ -507,6 +507,26 @@ static void test_gzip_early_abort(void **state)
 	/* text */
 	fill(K_TEXT, buf, 131072, 2);
 	assert_false(codec_gzip_hopeless(buf, 131072, scratch));
+	/* hex digits, with random bytes just where the sample looks: the
+	 * whole block decides, and deflate saves a third of it */
+	{
+		const size_t n = 131072, w = 256, step = (n - w) / 15;
+		size_t p, pfull;
+		enum block_form f;
+		rng_seed(3);
+		for (size_t i = 0; i < n; i++)
+			buf[i] = (uint8_t)"0123456789abcdef"[rng() % 16];
+		for (size_t k = 0; k < 16; k++)
+			for (size_t i = 0; i < w; i++)
+				buf[k * step + i] = (uint8_t)rng();
+		assert_false(codec_gzip_hopeless(buf, n, scratch));
+		uint8_t *z = encode(spec("gzip-7"), buf, n, &pfull);
+		assert_true(pfull < n - n / 3);
+		assert_int_equal(codec_store_block(spec("gzip-7"), buf, n, dst, n - n / 8, &p, &f), 0);
+		assert_int_equal(f, BLOCK_COMPRESSED);
+		assert_int_equal(p, pfull);
+		free(z);
+	}
 	/* The storage rule's outcome, with the abort, is the unconstrained
 	 * encoder's on every block near the border (and the payload the
 	 * same bytes). */
