@@ -3,6 +3,9 @@
  * equal or better ratio (figures in docs/notes/codecs.md); the output is
  * plain zlib format, so zlib's uncompress() reads it.
  *
+ * When the caller wants a block only if it shrinks, the encoder may give
+ * up without deflating bytes that look random (the early abort, below).
+ *
  * libdeflate compressors and decompressors are not thread-safe, so each
  * thread caches what it uses: a compressor per level (set-up is cheap but
  * measurable on 4 KiB blocks), a decompressor and a scratch buffer, freed
@@ -125,9 +128,9 @@ static uint8_t *gzip_scratch(struct gzip_cache *gc, size_t n, uint8_t **own)
  *     still deflated; and
  *  2. lz4 cannot save 1/32 of it either (few repeats for deflate to code).
  * Blocks under GZIP_ABORT_MIN bytes are always deflated: too small to
- * tell. Measured on three corpora, no block that deflate would have kept
- * compressed failed both tests; a block built to (bytes of high entropy
- * repeated only in runs of 3, say) could, and is then stored raw. */
+ * tell. On three corpora measured, no block that deflate would have kept
+ * compressed was judged hopeless; a block built to be (bytes of high
+ * entropy repeated only in runs of 3, say) is, and is then stored raw. */
 #define GZIP_ABORT_MIN 1024u
 #define GZIP_ABORT_MAX (16u << 20) /* past ferry's blocks; keeps the sums below */
 #define GZIP_SAMPLE 4096u
