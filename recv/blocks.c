@@ -6,49 +6,72 @@
 
 #include "internal.h"
 
-/* On a worker: the block goes through the storage rule for the dataset's
- * codec; a block a node names is stored even when all zero (a capture
- * would have made it a hole). A logical block's content, and an encoded
- * one once decoded, is checked against its hash here, once. */
+/* On a worker: each block goes through the storage rule for the
+ * dataset's codec; a block a node names is stored even when all zero (a
+ * capture would have made it a hole). A logical block's content, and an
+ * encoded one once decoded, is checked against its hash here, once. The
+ * job's nok says how many blocks passed before a failure. */
 static int job_run(void *job, void *ctx)
 {
 	struct rjob *j = job;
-	struct store_block_in in = {.codec = j->in, .payload = j->data, .psize = j->psize,
-				    .lsize = j->lsize, .hash = j->hash, .tried = j->tried};
-	struct store_block_bufs b = {j->s1, j->cap, j->s2, j->cap};
-	return store_block_rule(&in, j->c, STORE_ZERO_ENCODE, &b, &j->blk);
+	for (unsigned i = 0; i < j->n; i++) {
+		struct rblk *b = &j->it[i];
+		struct store_block_in in = {.codec = b->in, .payload = j->data + b->off,
+					    .psize = b->psize, .lsize = b->lsize, .hash = b->hash,
+					    .tried = b->tried};
+		size_t bound = codec_bound(b->lsize);
+		struct store_block_bufs bb = {j->s1 + b->soff, bound, j->s2 + b->soff, bound};
+		int rc = store_block_rule(&in, b->c, STORE_ZERO_ENCODE, &bb, &b->blk);
+		if (rc < 0) {
+			j->nok = i;
+			return rc;
+		}
+	}
+	j->nok = j->n;
+	return 0;
 }
 
-/* A block back from the workers, in stream order: stored, and counted. */
+/* One block back from the workers, in stream order: stored, and counted. */
+static int block_done(struct rcv *r, const struct rblk *b)
+{
+	int rc, stored = 0;
+	if (!r->dryrun && (rc = store_writer_put(r->w, &b->blk, &stored)) < 0)
+		return rc;
+	switch (b->blk.how) {
+	case STORE_BLOCK_KEEP:
+		r->st.blocks_kept++;
+		r->st.lbytes_kept += b->lsize;
+		break;
+	case STORE_BLOCK_RECODE:
+		r->st.blocks_recompressed++;
+		r->st.lbytes_recompressed += b->lsize;
+		break;
+	case STORE_BLOCK_TRIED:
+		r->st.blocks_tried++;
+		r->st.lbytes_tried += b->lsize;
+		break;
+	default:
+		r->st.blocks_logical++;
+		r->st.lbytes_logical += b->lsize;
+	}
+	if (stored)
+		r->st.pbytes_written += b->blk.psize;
+	return 0;
+}
+
+/* A job back from the workers, in stream order: its blocks stored; after
+ * a failure, those before the failed one, as if each had been a job. */
 static int job_done(void *job, int res, void *ctx)
 {
 	struct rcv *r = ctx;
 	struct rjob *j = job;
-	int rc, stored = 0;
-	if (res < 0)
-		return res;
-	if (!r->dryrun && (rc = store_writer_put(r->w, &j->blk, &stored)) < 0)
-		return rc;
-	switch (j->blk.how) {
-	case STORE_BLOCK_KEEP:
-		r->st.blocks_kept++;
-		r->st.lbytes_kept += j->lsize;
-		break;
-	case STORE_BLOCK_RECODE:
-		r->st.blocks_recompressed++;
-		r->st.lbytes_recompressed += j->lsize;
-		break;
-	case STORE_BLOCK_TRIED:
-		r->st.blocks_tried++;
-		r->st.lbytes_tried += j->lsize;
-		break;
-	default:
-		r->st.blocks_logical++;
-		r->st.lbytes_logical += j->lsize;
+	unsigned n = res < 0 ? j->nok : j->n;
+	for (unsigned i = 0; i < n; i++) {
+		int rc = block_done(r, &j->it[i]);
+		if (rc < 0)
+			return rc;
 	}
-	if (stored)
-		r->st.pbytes_written += j->blk.psize;
-	return 0;
+	return res < 0 ? res : 0;
 }
 
 static void job_release(void *job, void *ctx)
@@ -61,15 +84,36 @@ static void job_release(void *job, void *ctx)
 
 static const struct pipeline_ops job_ops = {job_run, job_done, NULL, job_release};
 
+/* Hands the job being filled to the workers. */
+static int flush_cur(struct rcv *r)
+{
+	struct rjob *j = r->cur;
+	r->cur = NULL;
+	if (!j || !j->n)
+		return 0;
+	return pipeline_submit(r->pl, j);
+}
+
 int recv_blocks_drain(struct rcv *r)
 {
+	int rc = flush_cur(r);
+	if (rc < 0)
+		return rc;
 	return pipeline_drain(r->pl);
+}
+
+void recv_blocks_cancel(struct rcv *r)
+{
+	r->cur = NULL; /* its slot is handed out again, emptied */
+	pipeline_cancel(r->pl);
 }
 
 int recv_blocks_init(struct rcv *r)
 {
 	unsigned threads = pipeline_threads(r->o->threads);
-	/* job buffers grow on demand (recv_block_submit), up to one block's bound */
+	/* job buffers grow on demand (recv_block_submit), up to RJOB_BYTES or
+	 * one block's bound */
+	r->cur = NULL;
 	return pipeline_new(&r->pl, threads, threads * 4, sizeof(struct rjob), &job_ops, r);
 }
 
@@ -78,32 +122,55 @@ int recv_block_submit(struct rcv *r, const struct stream_write *w, struct codec_
 {
 	void *jv;
 	int rc;
-	if ((rc = pipeline_job(r->pl, &jv)) < 0)
-		return rc;
-	struct rjob *j = jv;
-	memcpy(j->hash, w->hash, FERRY_HASH_LEN);
-	j->lsize = w->lsize;
-	j->psize = w->psize;
-	j->in = (struct codec_spec){w->codec, w->level};
-	j->c = c;
-	j->tried = tried && w->codec == STREAM_CODEC_OFF;
 	if (w->psize > STREAM_BLOCK_MAX || w->lsize > STREAM_BLOCK_MAX || w->psize > w->lsize)
 		return ferry_err(FERR_LIMIT, "block of %u bytes", w->lsize);
-	size_t need = codec_bound(w->lsize);
-	if (need > j->cap) {
-		/* room for the block and whatever an encoder writes for it */
-		uint8_t *d = realloc(j->data, need), *a, *b;
-		if (d)
+	size_t bound = codec_bound(w->lsize);
+	struct rjob *j = r->cur;
+	if (j && (j->n == RJOB_ITEMS || j->sused + bound > RJOB_BYTES) && (rc = flush_cur(r)) < 0)
+		return rc;
+	if (!r->cur) {
+		if ((rc = pipeline_job(r->pl, &jv)) < 0)
+			return rc;
+		r->cur = jv;
+		r->cur->n = r->cur->nok = 0;
+		r->cur->used = r->cur->sused = 0;
+	}
+	j = r->cur;
+	/* an empty job takes any one block; a job with blocks, up to
+	 * RJOB_BYTES of their bounds (psize <= lsize <= bound) */
+	size_t want = bound > RJOB_BYTES ? bound : RJOB_BYTES;
+	if (j->cap < want || j->scap < want) {
+		/* room for the blocks and whatever an encoder writes for them */
+		uint8_t *d = realloc(j->data, want), *a, *b;
+		if (d) {
 			j->data = d;
-		a = d ? realloc(j->s1, need) : NULL;
+			j->cap = want;
+		}
+		a = d ? realloc(j->s1, want) : NULL;
 		if (a)
 			j->s1 = a;
-		b = a ? realloc(j->s2, need) : NULL;
+		b = a ? realloc(j->s2, want) : NULL;
+		if (b)
+			j->s2 = b;
+		j->scap = b ? want : 0; /* s1 and s2 are of want bytes only together */
 		if (!b)
 			return ferry_err(FERR_NOMEM, "receiving a block of %u bytes", w->lsize);
-		j->s2 = b;
-		j->cap = need;
 	}
-	memcpy(j->data, w->data, w->psize);
-	return pipeline_submit(r->pl, j);
+	struct rblk *k = &j->it[j->n];
+	memcpy(k->hash, w->hash, FERRY_HASH_LEN);
+	k->lsize = w->lsize;
+	k->psize = w->psize;
+	k->in = (struct codec_spec){w->codec, w->level};
+	k->c = c;
+	k->tried = tried && w->codec == STREAM_CODEC_OFF;
+	k->off = j->used;
+	k->soff = j->sused;
+	memcpy(j->data + j->used, w->data, w->psize);
+	j->used += w->psize;
+	j->sused += bound;
+	j->n++;
+	/* full: to the workers now, not when the next block comes */
+	if (j->n == RJOB_ITEMS || j->sused >= RJOB_BYTES - RJOB_BYTES / 4)
+		return flush_cur(r);
+	return 0;
 }

@@ -21,15 +21,28 @@
 _Static_assert(KEY_LEN <= STORE_HSET_MEM_KEY_MAX && VKEY_LEN <= STORE_HSET_MEM_KEY_MAX,
 	       "a receive's set keys fit in memory");
 
-/* A block on the workers: as it came, and as the rule made it. */
-struct rjob {
+/* Blocks on the workers, in stream order: many small blocks ride in one
+ * job (up to RJOB_ITEMS, and RJOB_BYTES of scratch), so a stream of small
+ * files costs a thread hand-off per RJOB_BYTES, not per block, and the
+ * jobs in flight are of a like size (no worker idles behind one large
+ * block at the head while the slots behind it are done). A block larger
+ * than RJOB_BYTES goes alone. */
+#define RJOB_ITEMS 64
+#define RJOB_BYTES ((size_t)256 << 10)
+struct rblk {
 	uint8_t hash[FERRY_HASH_LEN];
 	uint32_t lsize, psize;
 	struct codec_spec in, c;
 	int tried;                  /* logical, tried with c by the sender: stored raw */
-	uint8_t *data, *s1, *s2;
-	size_t cap;
+	size_t off, soff;           /* its payload in data, its scratch in s1 and s2 */
 	struct store_block blk;
+};
+struct rjob {
+	unsigned n, nok;            /* blocks; how many the rule took before a failure */
+	struct rblk it[RJOB_ITEMS];
+	uint8_t *data, *s1, *s2;
+	size_t cap, scap;           /* of data; of s1 and s2 each */
+	size_t used, sused;
 };
 
 /* A dataset a dry run pretends to have received into. */
@@ -60,6 +73,7 @@ struct rcv {
 	struct store_hset *seen;    /* walk: reached objects */
 	struct store_hset *dry;     /* -n: objects of earlier substreams */
 	struct pipeline *pl;        /* the receive rule's workers */
+	struct rjob *cur;           /* the job being filled, not yet submitted */
 	struct recv_stats st, tot;
 	uint64_t objs_n, reached, last_seq;
 	uint64_t sub_start;         /* decoder bytes before this substream's BEGIN */
@@ -152,6 +166,8 @@ int recv_block_submit(struct rcv *r, const struct stream_write *w, struct codec_
 		      int tried) FERRY_WUR;
 /* Every queued block stored (or the first failure, which stays). */
 int recv_blocks_drain(struct rcv *r) FERRY_WUR;
+/* Drops the blocks in flight and the job being filled (after a failure). */
+void recv_blocks_cancel(struct rcv *r);
 
 /* ---- verify.c ---- */
 /* After END: every block stored, the whole new tree walked, and every

@@ -107,7 +107,7 @@ out:
 	if (rc < 0 && in_body && (r->o->flags & RECV_RESUMABLE) && !r->dryrun)
 		rc = recv_save_partial(r, &s, rc);
 	if (rc < 0)
-		pipeline_cancel(r->pl); /* what is still running, before the buffers go */
+		recv_blocks_cancel(r); /* what is still running, before the buffers go */
 	store_hset_free(r->objs);
 	store_hset_free(r->seen);
 	r->objs = r->seen = NULL;
