@@ -13,6 +13,7 @@
  * for a file, size): the base names that child, and its commit checked a
  * blocklist's span. The other entries' children are looked up here, not
  * as the directory arrives (recv/body.c leaves them to this walk). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -276,12 +277,11 @@ static int stream_node(void *arg, const uint8_t hash[FERRY_HASH_LEN])
 
 /* After END: every block stored, the whole new tree walked, and every
  * object of the stream reached by that walk. */
-int recv_sub_verify(struct rcv *r, struct sub *s)
+/* The walk of the new tree (shallow for an incremental into its base). */
+static int verify_walk(struct rcv *r, struct sub *s)
 {
 	const struct stream_begin *b = s->b;
 	int rc;
-	if ((rc = recv_blocks_drain(r)) < 0)
-		return rc;
 	if (b->from_guid && !r->objs_n) {
 		/* nothing changed: the root is the base's, already in the pool */
 		int t = 0;
@@ -297,7 +297,26 @@ int recv_sub_verify(struct rcv *r, struct sub *s)
 	rc = walk_tree(r, b);
 	node_twin_free(r->vold);
 	r->vold = NULL;
-	if (rc < 0)
+	return rc;
+}
+
+int recv_sub_verify(struct rcv *r, struct sub *s)
+{
+	const struct stream_begin *b = s->b;
+	int rc, drc;
+	/* The walk needs no block stored: the stream's blocks are in objs as
+	 * they came, the pool's are looked up. So it runs while the workers
+	 * finish the last blocks. A block that failed its own check is still
+	 * the error reported: it came first in the stream. */
+	rc = verify_walk(r, s);
+	if (rc < 0) {
+		char msg[512];
+		snprintf(msg, sizeof msg, "%s", ferry_errmsg(rc));
+		if ((drc = recv_blocks_drain(r)) < 0)
+			return drc;
+		return ferry_err(-rc, "%s", msg);
+	}
+	if ((rc = recv_blocks_drain(r)) < 0)
 		return rc;
 	if (r->reached != r->objs_n)
 		return ferry_err(FERR_CORRUPT, "the stream carries %llu objects the snapshot does "
