@@ -12,8 +12,15 @@
 
 #define OUT_FLUSH ((size_t)1 << 20) /* stream bytes buffered before a write */
 
-/* One block being recompressed for --compress. */
+/* One record in order on the pipeline: a block being checked (and
+ * recompressed for --compress) by a worker, or, while blocks are in
+ * flight, a record that needs no worker and only waits for them (a kept
+ * block's WRITE, a NODE, a WRITE_BYREF): queued behind them instead of
+ * draining them, so the walk goes on while the workers work. */
+enum sjob_kind { SJ_BLOCK, SJ_WRITE, SJ_NODE, SJ_BYREF };
 struct sjob {
+	int kind;                   /* enum sjob_kind */
+	int ntype;                  /* SJ_NODE: its type; its bytes are in in */
 	uint8_t hash[FERRY_HASH_LEN];
 	uint32_t lsize;
 	struct codec_spec c, to;    /* as stored, and as asked */
@@ -83,6 +90,54 @@ static int body_next(struct snd *s)
 	return s->seq > s->skip;
 }
 
+/* 1 when blocks are in flight on the pipeline: a record then queues
+ * behind them (sjob_get); else it goes out at once. */
+static int behind_blocks(const struct snd *s)
+{
+	return s->pl && pipeline_pending(s->pl) > 0;
+}
+
+/* The next slot of the pipeline, its buffers made the first time. */
+static int sjob_get(struct snd *s, struct sjob **out)
+{
+	void *jv;
+	int r;
+	if ((r = pipeline_job(s->pl, &jv)) < 0)
+		return r;
+	struct sjob *j = jv;
+	if (!j->lbuf) {
+		fbuf_init(&j->in, STORE_BLOCK_MAX + 64);
+		j->sbuf_cap = codec_bound(STREAM_BLOCK_MAX);
+		if (!(j->lbuf = malloc(STREAM_BLOCK_MAX)) || !(j->sbuf = malloc(j->sbuf_cap))) {
+			free(j->lbuf);
+			j->lbuf = NULL;
+			return ferry_err(FERR_NOMEM, "sending");
+		}
+	}
+	j->kind = SJ_BLOCK;
+	*out = j;
+	return 0;
+}
+
+/* Encodes (unless dry running) and counts one NODE, in stream order. */
+static int put_node(struct snd *s, int type, const struct fbuf *n)
+{
+	int r;
+	if (s->enc && (r = stream_encode_node(s->enc, (uint8_t)type, n->data, n->len,
+					      &s->out)) < 0)
+		return r;
+	return send_counted(s, stream_size_node(n->len));
+}
+
+/* Encodes (unless dry running) and counts one WRITE_BYREF, in order. */
+static int put_byref(struct snd *s, const uint8_t *hash, uint32_t lsize)
+{
+	int r;
+	if (s->enc && (r = stream_encode_byref(s->enc, hash, lsize, &s->out)) < 0)
+		return r;
+	return send_counted(s, stream_size_byref());
+}
+
 int send_node_known(struct snd *s, const uint8_t *hash)
 {
 	uint8_t key[KEY_LEN];
@@ -104,15 +159,20 @@ int send_emit_node(struct snd *s, const uint8_t *hash)
 		return r;
 	if (!body_next(s))
 		return 0;
+	s->st.nodes++;
+	if (behind_blocks(s)) {
+		struct sjob *j;
+		if ((r = sjob_get(s, &j)) < 0)
+			return r;
+		if ((r = store_node_read(s->rd, hash, &t, &j->in)) < 0)
+			return r;
+		j->kind = SJ_NODE;
+		j->ntype = t;
+		return pipeline_submit(s->pl, j);
+	}
 	if ((r = store_node_read(s->rd, hash, &t, &s->node)) < 0)
 		return r;
-	s->st.nodes++;
-	if ((r = send_blocks_drain(s)) < 0)
-		return r;
-	if (s->enc && (r = stream_encode_node(s->enc, (uint8_t)t, s->node.data, s->node.len,
-					      &s->out)) < 0)
-		return r;
-	return send_counted(s, stream_size_node(s->node.len));
+	return put_node(s, t, &s->node);
 }
 
 /* send_damage: the files of the snapshot being sent that use a block */
@@ -192,6 +252,8 @@ static int sjob_fn(void *jv, void *ctx)
 	struct sjob *j = jv;
 	struct store_block out;
 	int r;
+	if (j->kind != SJ_BLOCK)
+		return 0; /* it only waits for the blocks before it */
 	if (!j->vouched)
 		r = store_block_verify(j->c, j->in.data, j->in.len, j->lsize, j->hash, j->lbuf,
 				       STREAM_BLOCK_MAX);
@@ -236,7 +298,20 @@ static int sjob_done(void *jv, int res, void *ctx)
 	struct sjob *j = jv;
 	if (res < 0)
 		return send_damage(s, j->hash, res);
-	return put_write(s, &j->w);
+	switch (j->kind) {
+	case SJ_NODE:
+		return put_node(s, j->ntype, &j->in);
+	case SJ_BYREF:
+		return put_byref(s, j->hash, j->lsize);
+	case SJ_WRITE: {
+		struct stream_write w = {.lsize = j->lsize, .codec = j->c.id, .level = j->c.level,
+					 .psize = (uint32_t)j->in.len, .data = j->in.data};
+		memcpy(w.hash, j->hash, FERRY_HASH_LEN);
+		return put_write(s, &w);
+	}
+	default:
+		return put_write(s, &j->w);
+	}
 }
 
 static void sjob_release(void *jv, void *ctx)
@@ -259,21 +334,11 @@ int send_blocks_drain(struct snd *s)
  * the pipeline, or, kept and vouched for by its pack's CRC, writes it. */
 static int pend_submit(struct snd *s, const uint8_t *hash, uint32_t lsize)
 {
-	void *jv;
+	struct sjob *j;
 	uint32_t ls;
 	int r;
-	if ((r = pipeline_job(s->pl, &jv)) < 0)
+	if ((r = sjob_get(s, &j)) < 0)
 		return r;
-	struct sjob *j = jv;
-	if (!j->lbuf) {
-		fbuf_init(&j->in, STORE_BLOCK_MAX + 64);
-		j->sbuf_cap = codec_bound(STREAM_BLOCK_MAX);
-		if (!(j->lbuf = malloc(STREAM_BLOCK_MAX)) || !(j->sbuf = malloc(j->sbuf_cap))) {
-			free(j->lbuf);
-			j->lbuf = NULL;
-			return ferry_err(FERR_NOMEM, "sending");
-		}
-	}
 	if ((r = store_block_read_stored(s->rd, hash, s->prefer, &j->c, &ls, &j->in,
 					 &j->vouched)) < 0)
 		return send_damage(s, hash, r);
@@ -285,14 +350,16 @@ static int pend_submit(struct snd *s, const uint8_t *hash, uint32_t lsize)
 	j->to = s->o->flags & SEND_RECOMPRESS ? s->o->codec : j->c; /* -c: as stored */
 	if (j->vouched && codec_equal(j->to, j->c)) {
 		/* kept as stored, and vouched for by its CRC: nothing for a
-		 * worker to do, so its WRITE goes out from here, after the
-		 * blocks in flight; the slot, not submitted, is handed out
-		 * again */
+		 * worker to do, so its WRITE goes out from here, or, with
+		 * blocks in flight, queues behind them; when it goes out now,
+		 * the slot, not submitted, is handed out again */
+		if (behind_blocks(s)) {
+			j->kind = SJ_WRITE;
+			return pipeline_submit(s->pl, j);
+		}
 		struct stream_write w = {.lsize = lsize, .codec = j->c.id, .level = j->c.level,
 					 .psize = (uint32_t)j->in.len, .data = j->in.data};
 		memcpy(w.hash, hash, FERRY_HASH_LEN);
-		if ((r = send_blocks_drain(s)) < 0)
-			return r;
 		return put_write(s, &w);
 	}
 	return pipeline_submit(s->pl, j);
@@ -328,11 +395,16 @@ int send_emit_block(struct snd *s, const uint8_t *hash, uint64_t len)
 		return 0;
 	if (inbase) {
 		s->st.byrefs++;
-		if ((r = send_blocks_drain(s)) < 0)
-			return r;
-		if (s->enc && (r = stream_encode_byref(s->enc, hash, (uint32_t)len, &s->out)) < 0)
-			return r;
-		return send_counted(s, stream_size_byref());
+		if (behind_blocks(s)) {
+			struct sjob *j;
+			if ((r = sjob_get(s, &j)) < 0)
+				return r;
+			j->kind = SJ_BYREF;
+			memcpy(j->hash, hash, FERRY_HASH_LEN);
+			j->lsize = (uint32_t)len;
+			return pipeline_submit(s->pl, j);
+		}
+		return put_byref(s, hash, (uint32_t)len);
 	}
 	if (s->flags & STREAM_F_COMPRESSED)
 		return pend_submit(s, hash, (uint32_t)len);
