@@ -385,6 +385,11 @@ int pipeline_job(struct pipeline *pl, void **job) FERRY_WUR;
  * pipeline's: it reaches done or cancel whatever this returns (after an
  * earlier error, cancel at once). */
 int pipeline_submit(struct pipeline *pl, void *job) FERRY_WUR;
+/* Queues job, the slot pipeline_job gave, as already run with result 0:
+ * no worker runs it or is woken for it; ops.done takes it in its place in
+ * the order (ops.cancel after an error, as for any job). For a record
+ * that needs no work but must follow the jobs before it. */
+int pipeline_submit_done(struct pipeline *pl, void *job) FERRY_WUR;
 /* Collects every job in flight, in order: 0, or the first error. */
 int pipeline_drain(struct pipeline *pl) FERRY_WUR;
 /* Collects, in order, the jobs at the head that are done, without waiting

@@ -4,9 +4,11 @@
  * the oldest uncollected job, next_run the oldest no worker has picked,
  * tail the next to be submitted (head <= next_run <= tail, tail - head <=
  * nslots). The caller's thread alone moves head and tail, so it reads them
- * without the lock; workers move next_run. One mutex guards the rest: jobs
- * are coarse (a block, a MiB of records, a file), so contention on it is
- * noise next to the work. Nothing here adds a system call per job beyond
+ * without the lock; workers move next_run, and so does the collector when
+ * it takes a passed job (pipeline_submit_done: done before any worker
+ * stepped over it). One mutex guards the rest: jobs are coarse (a block,
+ * a MiB of records, a file), so contention on it is noise next to the
+ * work. Nothing here adds a system call per job beyond
  * the futex wake-ups of the two condition variables, or copies a job. */
 #include <pthread.h>
 #include <stdint.h>
@@ -23,6 +25,7 @@ struct pl_slot {
 	unsigned char done;    /* run (or skipped) and not yet collected */
 	unsigned char skipped; /* not run: it came after a failed job, or was cancelled */
 	unsigned char used;    /* handed out at least once: released at the end */
+	unsigned char passed;  /* queued done (pipeline_submit_done): no worker runs it */
 };
 
 struct pipeline {
@@ -87,6 +90,8 @@ static void *worker_main(void *arg)
 		if (pl->quit)
 			break;
 		uint64_t seq = pl->next_run++;
+		if (slot_at(pl, seq)->passed)
+			continue; /* done already: it only keeps its place in the order */
 		if (seq > pl->fail_seq) {
 			/* an earlier job failed: this one would only be cancelled */
 			struct pl_slot *s = slot_at(pl, seq);
@@ -119,8 +124,10 @@ static void *take_head(struct pipeline *pl, int *res, char **msg, int *skipped)
 	*msg = s->errmsg;
 	*skipped = s->skipped;
 	s->errmsg = NULL;
-	s->done = s->skipped = 0;
+	s->done = s->skipped = s->passed = 0;
 	pl->head++;
+	if (pl->next_run < pl->head)
+		pl->next_run = pl->head; /* a passed job no worker stepped over yet */
 	pthread_mutex_unlock(&pl->mu);
 	return job;
 }
@@ -303,6 +310,37 @@ int pipeline_submit(struct pipeline *pl, void *job)
 	s->done = s->skipped = 0;
 	pl->tail++;
 	pthread_cond_signal(&pl->work_cv);
+	pthread_mutex_unlock(&pl->mu);
+	return 0;
+}
+
+int pipeline_submit_done(struct pipeline *pl, void *job)
+{
+	if (job != job_at(pl, pl->tail) || pl->tail - pl->head == pl->nslots)
+		BUG("pipeline_submit_done: not the slot pipeline_job handed out");
+	if (pl->err) {
+		if (pl->ops.cancel)
+			pl->ops.cancel(job, pl->ctx);
+		return reraise(pl);
+	}
+	if (!pl->nthreads) {
+		uint64_t seq = pl->tail;
+		pl->tail++;
+		pl->next_run++;
+		finish_job(pl, seq, 0, NULL);
+		return collect_one(pl);
+	}
+	/* done from the start, and no worker woken for it: one that is
+	 * awake steps over it (worker_main); cancel_rest marks it skipped
+	 * like any other behind a failure */
+	pthread_mutex_lock(&pl->mu);
+	struct pl_slot *s = slot_at(pl, pl->tail);
+	s->result = 0;
+	s->errmsg = NULL;
+	s->skipped = 0;
+	s->passed = 1;
+	s->done = 1;
+	pl->tail++;
 	pthread_mutex_unlock(&pl->mu);
 	return 0;
 }

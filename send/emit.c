@@ -15,8 +15,9 @@
 /* One record in order on the pipeline: a block being checked (and
  * recompressed for --compress) by a worker, or, while blocks are in
  * flight, a record that needs no worker and only waits for them (a kept
- * block's WRITE, a NODE, a WRITE_BYREF): queued behind them instead of
- * draining them, so the walk goes on while the workers work. */
+ * block's WRITE, a NODE, a WRITE_BYREF): queued behind them, done
+ * (pipeline_submit_done: no worker is woken for it), instead of draining
+ * them, so the walk goes on while the workers work. */
 enum sjob_kind { SJ_BLOCK, SJ_WRITE, SJ_NODE, SJ_BYREF };
 struct sjob {
 	int kind;                   /* enum sjob_kind */
@@ -168,7 +169,7 @@ int send_emit_node(struct snd *s, const uint8_t *hash)
 			return r;
 		j->kind = SJ_NODE;
 		j->ntype = t;
-		return pipeline_submit(s->pl, j);
+		return pipeline_submit_done(s->pl, j);
 	}
 	if ((r = store_node_read(s->rd, hash, &t, &s->node)) < 0)
 		return r;
@@ -252,8 +253,6 @@ static int sjob_fn(void *jv, void *ctx)
 	struct sjob *j = jv;
 	struct store_block out;
 	int r;
-	if (j->kind != SJ_BLOCK)
-		return 0; /* it only waits for the blocks before it */
 	if (!j->vouched)
 		r = store_block_verify(j->c, j->in.data, j->in.len, j->lsize, j->hash, j->lbuf,
 				       STREAM_BLOCK_MAX);
@@ -355,7 +354,7 @@ static int pend_submit(struct snd *s, const uint8_t *hash, uint32_t lsize)
 		 * the slot, not submitted, is handed out again */
 		if (behind_blocks(s)) {
 			j->kind = SJ_WRITE;
-			return pipeline_submit(s->pl, j);
+			return pipeline_submit_done(s->pl, j);
 		}
 		struct stream_write w = {.lsize = lsize, .codec = j->c.id, .level = j->c.level,
 					 .psize = (uint32_t)j->in.len, .data = j->in.data};
@@ -402,7 +401,7 @@ int send_emit_block(struct snd *s, const uint8_t *hash, uint64_t len)
 			j->kind = SJ_BYREF;
 			memcpy(j->hash, hash, FERRY_HASH_LEN);
 			j->lsize = (uint32_t)len;
-			return pipeline_submit(s->pl, j);
+			return pipeline_submit_done(s->pl, j);
 		}
 		return put_byref(s, hash, (uint32_t)len);
 	}

@@ -22,6 +22,7 @@ struct job {
 	unsigned out;
 	pthread_t ran_on;
 	int runs;      /* times run: never more than once */
+	int passed;    /* queued with pipeline_submit_done: never run */
 	char *buf;     /* grown on first use, kept across reuses of the slot */
 };
 
@@ -70,8 +71,8 @@ static int done_fn(void *jv, int result, void *ctx)
 	struct job *j = jv;
 	struct world *w = ctx;
 	assert_int_equal(j->idx, w->next_done);
-	assert_int_equal(j->runs, 1);
-	assert_int_equal(j->out, j->idx * 3 + 1);
+	assert_int_equal(j->runs, j->passed ? 0 : 1);
+	assert_int_equal(j->out, j->passed ? 0 : j->idx * 3 + 1);
 	w->next_done++;
 	w->ndone++;
 	w->outstanding--;
@@ -136,10 +137,27 @@ static int submit_one(struct pipeline *pl, struct world *w, unsigned idx, unsign
 	j->delay_us = delay_us;
 	j->runs = 0;
 	j->out = 0;
+	j->passed = 0;
 	w->outstanding++;
 	if (w->outstanding > w->max_outstanding)
 		w->max_outstanding = w->outstanding;
 	return pipeline_submit(pl, j);
+}
+
+/* Takes a slot and queues job idx as done (pipeline_submit_done). */
+static int pass_one(struct pipeline *pl, struct world *w, unsigned idx)
+{
+	void *jv;
+	int r = pipeline_job(pl, &jv);
+	if (r < 0)
+		return r;
+	struct job *j = jv;
+	j->idx = idx;
+	j->runs = 0;
+	j->out = 0;
+	j->passed = 1;
+	w->outstanding++;
+	return pipeline_submit_done(pl, j);
 }
 
 /* Many jobs of random length on 4 workers and 8 slots: done sees them in
@@ -450,6 +468,61 @@ static void test_one_thread(void **state)
 	world_release(&w);
 }
 
+/* Passed jobs among real ones, on 2 workers and 4 slots, in runs of
+ * either kind (so the collector often takes passed jobs no worker has
+ * stepped over yet): done sees all in order, a passed job is never run,
+ * every real one once; then a failure cancels the passed jobs behind it
+ * like any other. With no worker, a passed job is done at once. */
+static void test_passed(void **state)
+{
+	enum { NJOBS = 3000, SLOTS = 4 };
+	struct pipeline *pl = NULL;
+	struct world w;
+	unsigned nreal = 0;
+	world_init(&w, NJOBS);
+	srand(777);
+	assert_int_equal(pipeline_new(&pl, 2, SLOTS, sizeof(struct job), &ops, &w), 0);
+	for (unsigned i = 0; i < NJOBS; i++) {
+		if ((i / 7) % 2 && i % 5) {
+			assert_int_equal(pass_one(pl, &w, i), 0);
+		} else {
+			assert_int_equal(submit_one(pl, &w, i, (unsigned)(rand() % 50)), 0);
+			nreal++;
+		}
+		assert_true(pipeline_pending(pl) <= SLOTS);
+	}
+	assert_int_equal(pipeline_drain(pl), 0);
+	assert_int_equal(w.ndone, NJOBS);
+	assert_int_equal(w.ncancel, 0);
+	assert_int_equal(__atomic_load_n(&w.nrun, __ATOMIC_RELAXED), nreal);
+	/* a failure: the passed jobs queued behind it are cancelled */
+	w.fail_at = NJOBS;
+	w.gated = 1;
+	assert_int_equal(submit_one(pl, &w, NJOBS, 0), 0);
+	for (unsigned i = NJOBS + 1; i < NJOBS + SLOTS; i++)
+		assert_int_equal(pass_one(pl, &w, i), 0);
+	gate_open(&w);
+	assert_int_equal(pipeline_drain(pl), -FERR_CORRUPT);
+	assert_int_equal(w.ndone, NJOBS + 1);
+	assert_int_equal(w.ncancel, SLOTS - 1);
+	for (unsigned i = 0; i < SLOTS - 1; i++)
+		assert_int_equal(w.cancelled[i], NJOBS + 1 + i);
+	pipeline_free(pl);
+	assert_int_equal(w.nrelease, SLOTS);
+	assert_int_equal(w.outstanding, 0);
+	world_release(&w);
+	ferry_err_clear();
+
+	world_init(&w, 8);
+	assert_int_equal(pipeline_new(&pl, 0, 2, sizeof(struct job), &ops, &w), 0);
+	assert_int_equal(submit_one(pl, &w, 0, 0), 0);
+	assert_int_equal(pass_one(pl, &w, 1), 0);
+	assert_int_equal(w.ndone, 2);
+	assert_int_equal(pipeline_pending(pl), 0);
+	pipeline_free(pl);
+	world_release(&w);
+}
+
 static void test_args(void **state)
 {
 	struct pipeline *pl = (struct pipeline *)0x1;
@@ -475,6 +548,7 @@ int main(void)
 		cmocka_unit_test(test_done_error_and_cancel),
 		cmocka_unit_test(test_zero_threads),
 		cmocka_unit_test(test_one_thread),
+		cmocka_unit_test(test_passed),
 		cmocka_unit_test(test_args),
 	};
 	if (ferry_lib_init() < 0)
