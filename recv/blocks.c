@@ -137,22 +137,30 @@ int recv_block_submit(struct rcv *r, const struct stream_write *w, struct codec_
 	}
 	j = r->cur;
 	/* an empty job takes any one block; a job with blocks, up to
-	 * RJOB_BYTES of their bounds (psize <= lsize <= bound) */
-	size_t want = bound > RJOB_BYTES ? bound : RJOB_BYTES;
+	 * RJOB_BYTES of their bounds (psize <= lsize <= bound). The buffers
+	 * grow to what the blocks need (offsets, not pointers, name a block's
+	 * bytes until the job runs), at least doubling, up to RJOB_BYTES or
+	 * the one block. */
+	size_t want = j->sused + bound;
 	if (j->cap < want || j->scap < want) {
-		/* room for the blocks and whatever an encoder writes for them */
-		uint8_t *d = realloc(j->data, want), *a, *b;
+		size_t to = want; /* a block past RJOB_BYTES: exactly its room */
+		if (want <= RJOB_BYTES) {
+			to = j->cap * 2 > want + want / 2 ? j->cap * 2 : want + want / 2;
+			if (to > RJOB_BYTES)
+				to = RJOB_BYTES;
+		}
+		uint8_t *d = realloc(j->data, to), *a, *b;
 		if (d) {
 			j->data = d;
-			j->cap = want;
+			j->cap = to;
 		}
-		a = d ? realloc(j->s1, want) : NULL;
+		a = d ? realloc(j->s1, to) : NULL;
 		if (a)
 			j->s1 = a;
-		b = a ? realloc(j->s2, want) : NULL;
+		b = a ? realloc(j->s2, to) : NULL;
 		if (b)
 			j->s2 = b;
-		j->scap = b ? want : 0; /* s1 and s2 are of want bytes only together */
+		j->scap = b ? to : 0; /* s1 and s2 are of to bytes only together */
 		if (!b)
 			return ferry_err(FERR_NOMEM, "receiving a block of %u bytes", w->lsize);
 	}

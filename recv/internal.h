@@ -23,12 +23,14 @@ _Static_assert(KEY_LEN <= STORE_HSET_MEM_KEY_MAX && VKEY_LEN <= STORE_HSET_MEM_K
 
 /* Blocks on the workers, in stream order: many small blocks ride in one
  * job (up to RJOB_ITEMS, and RJOB_BYTES of scratch), so a stream of small
- * files costs a thread hand-off per RJOB_BYTES, not per block, and the
- * jobs in flight are of a like size (no worker idles behind one large
- * block at the head while the slots behind it are done). A block larger
- * than RJOB_BYTES goes alone. */
-#define RJOB_ITEMS 64
-#define RJOB_BYTES ((size_t)256 << 10)
+ * files costs a thread hand-off per job, not per block, and the jobs in
+ * flight are of a like size (no worker idles behind one large block at
+ * the head while the slots behind it are done). A block larger than
+ * RJOB_BYTES goes alone. A job's buffers grow to what its blocks need, so
+ * the slots hold no more than one-block jobs of the largest block did,
+ * plus at most RJOB_ITEMS small blocks' worth. */
+#define RJOB_ITEMS 16
+#define RJOB_BYTES ((size_t)128 << 10)
 struct rblk {
 	uint8_t hash[FERRY_HASH_LEN];
 	uint32_t lsize, psize;
