@@ -284,7 +284,9 @@ int pipeline_job(struct pipeline *pl, void **job)
 	return 0;
 }
 
-int pipeline_submit(struct pipeline *pl, void *job)
+/* Queues job, the slot pipeline_job gave; passed: as already run with
+ * result 0 (pipeline_submit_done). */
+static int submit(struct pipeline *pl, void *job, int passed)
 {
 	if (job != job_at(pl, pl->tail) || pl->tail - pl->head == pl->nslots)
 		BUG("pipeline_submit: not the slot pipeline_job handed out");
@@ -296,53 +298,39 @@ int pipeline_submit(struct pipeline *pl, void *job)
 	if (!pl->nthreads) {
 		/* no worker: the job runs here, now, and is collected at once */
 		uint64_t seq = pl->tail;
-		int res;
-		char *msg;
+		int res = 0;
+		char *msg = NULL;
 		pl->tail++;
 		pl->next_run++;
-		run_job(pl, seq, &res, &msg);
+		if (!passed)
+			run_job(pl, seq, &res, &msg);
 		finish_job(pl, seq, res, msg);
 		return collect_one(pl);
 	}
 	pthread_mutex_lock(&pl->mu);
 	struct pl_slot *s = slot_at(pl, pl->tail);
 	s->result = 0;
-	s->done = s->skipped = 0;
+	s->skipped = 0;
+	/* a passed job is done from the start and wakes no worker: one that
+	 * is awake steps over it (worker_main), and cancel_rest marks it
+	 * skipped like any other behind a failure */
+	s->passed = (unsigned char)passed;
+	s->done = (unsigned char)passed;
 	pl->tail++;
-	pthread_cond_signal(&pl->work_cv);
+	if (!passed)
+		pthread_cond_signal(&pl->work_cv);
 	pthread_mutex_unlock(&pl->mu);
 	return 0;
 }
 
+int pipeline_submit(struct pipeline *pl, void *job)
+{
+	return submit(pl, job, 0);
+}
+
 int pipeline_submit_done(struct pipeline *pl, void *job)
 {
-	if (job != job_at(pl, pl->tail) || pl->tail - pl->head == pl->nslots)
-		BUG("pipeline_submit_done: not the slot pipeline_job handed out");
-	if (pl->err) {
-		if (pl->ops.cancel)
-			pl->ops.cancel(job, pl->ctx);
-		return reraise(pl);
-	}
-	if (!pl->nthreads) {
-		uint64_t seq = pl->tail;
-		pl->tail++;
-		pl->next_run++;
-		finish_job(pl, seq, 0, NULL);
-		return collect_one(pl);
-	}
-	/* done from the start, and no worker woken for it: one that is
-	 * awake steps over it (worker_main); cancel_rest marks it skipped
-	 * like any other behind a failure */
-	pthread_mutex_lock(&pl->mu);
-	struct pl_slot *s = slot_at(pl, pl->tail);
-	s->result = 0;
-	s->errmsg = NULL;
-	s->skipped = 0;
-	s->passed = 1;
-	s->done = 1;
-	pl->tail++;
-	pthread_mutex_unlock(&pl->mu);
-	return 0;
+	return submit(pl, job, 1);
 }
 
 int pipeline_drain(struct pipeline *pl)

@@ -125,8 +125,10 @@ static void world_release(struct world *w)
 	pthread_cond_destroy(&w->gate_cv);
 }
 
-/* Takes a slot and submits job idx; the result of the first call that fails. */
-static int submit_one(struct pipeline *pl, struct world *w, unsigned idx, unsigned delay_us)
+/* Takes a slot and submits job idx (passed: with pipeline_submit_done);
+ * the result of the first call that fails. */
+static int queue_one(struct pipeline *pl, struct world *w, unsigned idx, unsigned delay_us,
+		     int passed)
 {
 	void *jv;
 	int r = pipeline_job(pl, &jv);
@@ -137,27 +139,21 @@ static int submit_one(struct pipeline *pl, struct world *w, unsigned idx, unsign
 	j->delay_us = delay_us;
 	j->runs = 0;
 	j->out = 0;
-	j->passed = 0;
+	j->passed = passed;
 	w->outstanding++;
 	if (w->outstanding > w->max_outstanding)
 		w->max_outstanding = w->outstanding;
-	return pipeline_submit(pl, j);
+	return passed ? pipeline_submit_done(pl, j) : pipeline_submit(pl, j);
 }
 
-/* Takes a slot and queues job idx as done (pipeline_submit_done). */
+static int submit_one(struct pipeline *pl, struct world *w, unsigned idx, unsigned delay_us)
+{
+	return queue_one(pl, w, idx, delay_us, 0);
+}
+
 static int pass_one(struct pipeline *pl, struct world *w, unsigned idx)
 {
-	void *jv;
-	int r = pipeline_job(pl, &jv);
-	if (r < 0)
-		return r;
-	struct job *j = jv;
-	j->idx = idx;
-	j->runs = 0;
-	j->out = 0;
-	j->passed = 1;
-	w->outstanding++;
-	return pipeline_submit_done(pl, j);
+	return queue_one(pl, w, idx, 0, 1);
 }
 
 /* Many jobs of random length on 4 workers and 8 slots: done sees them in
