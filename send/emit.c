@@ -386,7 +386,7 @@ int send_emit_block(struct snd *s, const uint8_t *hash, uint64_t len)
 	send_key(key, 'B', hash);
 	if ((r = store_hset_add(s->sent, key, sizeof key, 0)) <= 0)
 		return r;
-	if (s->base_id && (inbase = store_snap_has_block(s->p, s->base_id, hash)) < 0)
+	if (s->base_snap_blocks && (inbase = store_snap_blocks_has(s->base_snap_blocks, hash)) < 0)
 		return inbase;
 	if (s->base_blocks && (inbase = store_hset_get(s->base_blocks, key, sizeof key, NULL)) < 0)
 		return inbase;

@@ -139,6 +139,8 @@ int send_substream(struct snd *s, const struct store_snap *to, const struct stor
 	s->seq = 0;
 	s->skip = resume;
 	s->base_id = base && !base_mark ? base->id : 0;
+	if (s->base_id && (r = store_snap_blocks_new(s->p, s->base_id, &s->base_snap_blocks)) < 0)
+		goto out;
 	if (base && base_mark) {
 		if ((r = store_hset_new(s->p, 1, &s->base_blocks)) < 0 ||
 		    (r = send_mark_blocks(s, base->root)) < 0)
@@ -172,7 +174,9 @@ out:
 	store_hset_free(s->sent);
 	store_hset_free(s->base);
 	store_hset_free(s->base_blocks);
+	store_snap_blocks_free(s->base_snap_blocks);
 	s->sent = s->base = s->base_blocks = NULL;
+	s->base_snap_blocks = NULL;
 	return r;
 }
 
@@ -366,6 +370,7 @@ static void snd_release(struct snd *s)
 	store_hset_free(s->sent);
 	store_hset_free(s->base);
 	store_hset_free(s->base_blocks);
+	store_snap_blocks_free(s->base_snap_blocks);
 	pipeline_free(s->pl);
 	stream_encoder_free(s->enc);
 	store_reader_free(s->rd);

@@ -990,9 +990,16 @@ int store_hset_count(struct store_hset *s, uint64_t *n) FERRY_WUR;
  * its table). */
 uint32_t store_hset_memory_keys(const struct store_hset *s);
 
-/* 1 when snapshot snap_id references block hash (in any codec), else 0. */
-int store_snap_has_block(struct store_pool *p, int64_t snap_id,
-			 const uint8_t hash[FERRY_HASH_LEN]) FERRY_WUR;
+/* Which blocks snapshot snap_id references: one prepared query, asked
+ * once per block (a send -i asks it for every block of a changed file).
+ * Free it before p is closed. */
+struct store_snap_blocks;
+int store_snap_blocks_new(struct store_pool *p, int64_t snap_id,
+			  struct store_snap_blocks **out) FERRY_WUR;
+/* 1 when the snapshot references block hash (in any codec), else 0. */
+int store_snap_blocks_has(struct store_snap_blocks *q,
+			  const uint8_t hash[FERRY_HASH_LEN]) FERRY_WUR;
+void store_snap_blocks_free(struct store_snap_blocks *q); /* NULL: no-op */
 
 /* Reads nodes and looks up blocks that the writer open on p has stored but
  * not committed, then the pool's own. Lives while p is open. */

@@ -388,18 +388,46 @@ const char store_sql_snap_has_block[] =
 	" ON x.ds_id = s.ds_id AND x.block_id = b.id AND x.born <= s.createtxg"
 	" WHERE b.hash = ?1 AND s.id = ?2 AND (x.died IS NULL OR x.died > s.createtxg) LIMIT 1";
 
-int store_snap_has_block(struct store_pool *p, int64_t snap_id, const uint8_t hash[FERRY_HASH_LEN])
+struct store_snap_blocks {
+	sqlite3_stmt *st;
+	struct store_pool *p;
+	int64_t snap_id;
+};
+
+int store_snap_blocks_new(struct store_pool *p, int64_t snap_id, struct store_snap_blocks **out)
 {
-	sqlite3_stmt *st = NULL;
-	int r = cat_prepare(p, store_sql_snap_has_block, &st);
-	if (r < 0)
+	struct store_snap_blocks *q = calloc(1, sizeof *q);
+	int r;
+	if (!q)
+		return ferry_err(FERR_NOMEM, "looking up a snapshot's blocks");
+	if ((r = cat_prepare(p, store_sql_snap_has_block, &q->st)) < 0) {
+		free(q);
 		return r;
-	sqlite3_bind_blob(st, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, snap_id);
-	int s = sqlite3_step(st);
-	r = s == SQLITE_ROW ? 1 : s == SQLITE_DONE ? 0 : cat_err(p, "looking up a snapshot block");
-	sqlite3_finalize(st);
+	}
+	q->p = p;
+	q->snap_id = snap_id;
+	*out = q;
+	return 0;
+}
+
+int store_snap_blocks_has(struct store_snap_blocks *q, const uint8_t hash[FERRY_HASH_LEN])
+{
+	sqlite3_reset(q->st);
+	sqlite3_bind_blob(q->st, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
+	sqlite3_bind_int64(q->st, 2, q->snap_id);
+	int s = sqlite3_step(q->st);
+	int r = s == SQLITE_ROW ? 1 : s == SQLITE_DONE ? 0
+				 : cat_err(q->p, "looking up a snapshot block");
+	sqlite3_reset(q->st);
 	return r;
+}
+
+void store_snap_blocks_free(struct store_snap_blocks *q)
+{
+	if (!q)
+		return;
+	sqlite3_finalize(q->st);
+	free(q);
 }
 
 /* ---- pending nodes ------------------------------------------------------------------ */

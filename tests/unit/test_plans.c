@@ -1,6 +1,6 @@
 /* tests/unit/test_plans.c — the query plans of the catalogue statements
  * that run once per block. SQLite picks a join order by itself, and for
- * store_snap_has_block (send -i: is this block in the base snapshot?) it
+ * store_snap_blocks_has (send -i: is this block in the base snapshot?) it
  * once picked a scan of the snapshot's snap_blocks rows, one per block
  * the snapshot references, for every block sent: a 1 % incremental of
  * 31,566 files cost 6.4 s of CPU instead of 0.24 s. With ds_refs (block
