@@ -275,8 +275,6 @@ static int stream_node(void *arg, const uint8_t hash[FERRY_HASH_LEN])
 	return is_obj(arg, hash);
 }
 
-/* After END: every block stored, the whole new tree walked, and every
- * object of the stream reached by that walk. */
 /* The walk of the new tree (shallow for an incremental into its base). */
 static int verify_walk(struct rcv *r, struct sub *s)
 {
@@ -300,6 +298,8 @@ static int verify_walk(struct rcv *r, struct sub *s)
 	return rc;
 }
 
+/* After END: every block stored, the whole new tree walked, and every
+ * object of the stream reached by that walk. */
 int recv_sub_verify(struct rcv *r, struct sub *s)
 {
 	const struct stream_begin *b = s->b;

@@ -28,8 +28,8 @@ struct snd {
 	struct send_stats st;
 	struct store_hset *sent;    /* objects already in this substream */
 	struct store_hset *base;    /* nodes the base holds (first pass) */
-	int64_t base_id;            /* base snapshot id, 0 for a full stream or a bookmark */
-	struct store_snap_blocks *base_snap_blocks; /* base_id's blocks, while its substream runs */
+	struct store_snap_blocks *base_snap_blocks; /* a snapshot base's blocks (NULL: full
+						     * stream or a bookmark base) */
 	struct store_hset *base_blocks; /* a bookmark base: the blocks (and nodes) its tree names */
 	int collect;                /* first pass: gather, emit nothing */
 	uint64_t seq, skip;         /* body records so far; resume: not written up to skip */

@@ -138,8 +138,10 @@ int send_substream(struct snd *s, const struct store_snap *to, const struct stor
 		return r;
 	s->seq = 0;
 	s->skip = resume;
-	s->base_id = base && !base_mark ? base->id : 0;
-	if (s->base_id && (r = store_snap_blocks_new(s->p, s->base_id, &s->base_snap_blocks)) < 0)
+	/* a snapshot base: its blocks go as WRITE_BYREF (a bookmark's are
+	 * found by its tree, below) */
+	if (base && !base_mark &&
+	    (r = store_snap_blocks_new(s->p, base->id, &s->base_snap_blocks)) < 0)
 		goto out;
 	if (base && base_mark) {
 		if ((r = store_hset_new(s->p, 1, &s->base_blocks)) < 0 ||
