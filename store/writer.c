@@ -60,10 +60,16 @@ struct flush_job {
 };
 
 /* A pack to fsync early (the syncer: a pipeline of one worker and one
- * slot; its first error fails the commit, as the flusher's does). */
+ * slot; its first error fails the commit, as the flusher's does); or, for
+ * a commit (npacks > 0), every pack the writer wrote since the last one,
+ * then their directory. Those packs are the writer's list, which nothing
+ * changes until the syncer is drained. */
 struct sync_job {
 	int fd;
 	char pack[32];
+	const struct wpack *packs;
+	size_t npacks;
+	char dir[PATH_MAX];
 };
 
 struct store_writer {
@@ -141,8 +147,17 @@ static int sync_run(void *jv, void *ctx)
 {
 	struct sync_job *j = jv;
 	char what[64];
-	snprintf(what, sizeof what, "pack '%s'", j->pack);
-	return io_fsync(j->fd, what);
+	int r;
+	if (!j->npacks) {
+		snprintf(what, sizeof what, "pack '%s'", j->pack);
+		return io_fsync(j->fd, what);
+	}
+	for (size_t i = 0; i < j->npacks; i++) {
+		snprintf(what, sizeof what, "pack '%s'", j->packs[i].name);
+		if ((r = io_fsync(j->packs[i].fd, what)) < 0)
+			return r;
+	}
+	return io_fsync_dir(j->dir);
 }
 
 static const struct pipeline_ops sync_ops = {sync_run, NULL, NULL, NULL};
@@ -436,6 +451,7 @@ static int sync_early(struct store_writer *w, size_t n)
 	struct sync_job *j = jv;
 	j->fd = w->packs[w->cur].fd;
 	snprintf(j->pack, sizeof j->pack, "%s", w->packs[w->cur].name);
+	j->npacks = 0;
 	w->unsynced = 0;
 	return pipeline_submit(w->sy, j);
 }
@@ -701,27 +717,50 @@ void store_writer_counters(const struct store_writer *w, uint64_t *blocks, uint6
 	*bytes = w->bytes;
 }
 
-/* Makes every pack written since the last commit durable: data, then the
- * directory entries naming the new files. */
-static int sync_packs(struct store_writer *w)
+/* Starts making every pack written since the last commit durable: the
+ * buffered bytes are written first (here), then the syncer fsyncs each
+ * pack and the directory naming them while the caller goes on. A commit
+ * writes its rows meanwhile; sync_packs_wait must return 0 before the
+ * COMMIT that names those packs (data before catalogue), and before
+ * anything closes them. */
+static int sync_packs_start(struct store_writer *w)
 {
-	char dir[PATH_MAX];
+	void *jv;
 	int r;
 	if ((w->cur >= 0 && (r = flush_buf(w)) < 0) || (r = flusher_wait(w)) < 0 ||
 	    (w->sy && (r = pipeline_drain(w->sy)) < 0))
 		return r;
-	for (size_t i = 0; i < w->npacks; i++) {
-		char what[64];
-		snprintf(what, sizeof what, "pack '%s'", w->packs[i].name);
-		if ((r = io_fsync(w->packs[i].fd, what)) < 0)
-			return r;
+	if (!w->npacks)
+		return 0;
+	if (!w->sy && (r = pipeline_new(&w->sy, 1, 1, sizeof(struct sync_job), &sync_ops,
+					NULL)) < 0)
+		return r;
+	if ((r = pipeline_job(w->sy, &jv)) < 0)
+		return r;
+	struct sync_job *j = jv;
+	j->packs = w->packs;
+	j->npacks = w->npacks;
+	if (snprintf(j->dir, sizeof j->dir, "%s/%s", w->p->path, PACK_DIR) >= (int)sizeof j->dir) {
+		j->npacks = 0; /* not submitted: the slot is handed out again */
+		return ferry_err(FERR_LIMIT, "pool path '%s' is too long", w->p->path);
 	}
-	if (w->npacks) {
-		snprintf(dir, sizeof dir, "%s/%s", w->p->path, PACK_DIR);
-		if ((r = io_fsync_dir(dir)) < 0)
-			return r;
-	}
-	return 0;
+	w->unsynced = 0;
+	return pipeline_submit(w->sy, j);
+}
+
+/* Waits for sync_packs_start's fsyncs: 0 once every pack and their
+ * directory are durable, or the first error (then and from now on). */
+static int sync_packs_wait(struct store_writer *w)
+{
+	return w->sy ? pipeline_drain(w->sy) : 0;
+}
+
+/* The same, waited for: data, then the directory entries naming the new
+ * files. */
+static int sync_packs(struct store_writer *w)
+{
+	int r = sync_packs_start(w);
+	return r < 0 ? r : sync_packs_wait(w);
 }
 
 /* Inside the caller's transaction: records the writer's packs with their
@@ -839,6 +878,18 @@ out:
 	return r;
 }
 
+/* A commit that failed before its COMMIT: waits for the syncer (its job
+ * uses the packs, which the caller may close next) and returns r with its
+ * detail, whatever the fsyncs gave. */
+static int sync_wait_keeping(struct store_writer *w, int r)
+{
+	struct ferry_errsave saved;
+	ferry_err_save(&saved);
+	(void)sync_packs_wait(w);
+	ferry_err_restore(&saved);
+	return r;
+}
+
 int store_writer_commit_snapshot(struct store_writer *w, const struct store_ds *ds,
 				 const char *name, const uint8_t root[FERRY_HASH_LEN],
 				 uint64_t guid, uint64_t creation_ns, int64_t *snap_id)
@@ -854,16 +905,22 @@ int store_writer_commit_snapshot(struct store_writer *w, const struct store_ds *
 		return ferry_err(FERR_NAME, "snapshot name '%s@%s' is too long", ds->name, name);
 	if ((r = store_name_check(full, STORE_NAME_SNAPSHOT)) < 0 || (r = writer_broken(w)) < 0)
 		return r;
-	if ((r = put_node_records(w)) < 0 || (r = sync_packs(w)) < 0)
+	if ((r = put_node_records(w)) < 0 || (r = sync_packs_start(w)) < 0)
 		return writer_err(w, r);
+	/* The rows are written while the syncer makes the packs durable; the
+	 * COMMIT that names them waits for it. */
 	if ((r = batch_end(w, 1)) < 0 || (r = store_tx_begin(p)) < 0)
-		return r;
+		return sync_wait_keeping(w, r);
 	if ((r = snap_name_free(p, ds, name, full)) < 0 || (r = writer_record_packs(w)) < 0 ||
 	    (r = cat_exec(p, "INSERT OR IGNORE INTO main.nodes(hash, type, data)"
 			     " SELECT hash, type, data FROM temp.w_nodes")) < 0 ||
 	    (r = snap_record(p, ds, name, root, guid, creation_ns, &id)) < 0) {
 		store_tx_rollback(p);
-		return r;
+		return sync_wait_keeping(w, r);
+	}
+	if ((r = sync_packs_wait(w)) < 0) {
+		store_tx_rollback(p);
+		return writer_err(w, r);
 	}
 	if ((r = store_tx_commit(p)) < 0)
 		return r;
