@@ -389,9 +389,8 @@ const char store_sql_snap_has_block[] =
 	" WHERE b.hash = ?1 AND s.id = ?2 AND (x.died IS NULL OR x.died > s.createtxg) LIMIT 1";
 
 struct store_snap_blocks {
-	sqlite3_stmt *st;
+	sqlite3_stmt *st; /* ?2 bound to the snapshot once: a reset keeps it */
 	struct store_pool *p;
-	int64_t snap_id;
 };
 
 int store_snap_blocks_new(struct store_pool *p, int64_t snap_id, struct store_snap_blocks **out)
@@ -404,8 +403,8 @@ int store_snap_blocks_new(struct store_pool *p, int64_t snap_id, struct store_sn
 		free(q);
 		return r;
 	}
+	sqlite3_bind_int64(q->st, 2, snap_id);
 	q->p = p;
-	q->snap_id = snap_id;
 	*out = q;
 	return 0;
 }
@@ -414,7 +413,6 @@ int store_snap_blocks_has(struct store_snap_blocks *q, const uint8_t hash[FERRY_
 {
 	sqlite3_reset(q->st);
 	sqlite3_bind_blob(q->st, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
-	sqlite3_bind_int64(q->st, 2, q->snap_id);
 	int s = sqlite3_step(q->st);
 	int r = s == SQLITE_ROW ? 1 : s == SQLITE_DONE ? 0
 				 : cat_err(q->p, "looking up a snapshot block");
