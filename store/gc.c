@@ -601,7 +601,32 @@ static int sweep_packs(struct gc *g)
 	return r < 0 ? r : 0;
 }
 
-/* Gives the freed catalogue pages back to the filesystem. VACUUM writes
+/* 1 when a quarter or more of the catalogue's pages are free: worth a
+ * VACUUM. Below that the free pages are left for the next writes to
+ * reuse; a VACUUM would copy the whole catalogue to give back little, and
+ * it packs every index full, so that the next receive's inserts split a
+ * leaf each (three to four pages dirtied per row instead of one). */
+static int compact_worth(struct store_pool *p)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t v[2] = {0, 0};
+	static const char *const sql[2] = {"PRAGMA freelist_count", "PRAGMA page_count"};
+	for (int i = 0; i < 2; i++) {
+		int r = cat_prepare(p, sql[i], &st);
+		if (r < 0)
+			return r;
+		int s = sqlite3_step(st);
+		if (s == SQLITE_ROW)
+			v[i] = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+		if (s != SQLITE_ROW)
+			return cat_err(p, "compacting the catalogue");
+	}
+	return v[1] > 0 && v[0] >= v[1] / 4;
+}
+
+/* Gives the freed catalogue pages back to the filesystem when they are
+ * worth it (compact_worth). VACUUM writes
  * a copy of the whole catalogue through the WAL: with less room than
  * that (outside the reserve, which is for gc's and destroy's own rows) it
  * is left for a later gc, and a VACUUM the disk cannot hold is not a gc
@@ -611,9 +636,11 @@ static int compact(struct store_pool *p)
 	char file[PATH_MAX + 32];
 	struct stat st;
 	struct statvfs v;
-	int r = 0;
+	int r = 0, worth;
+	if ((worth = compact_worth(p)) < 0)
+		return worth;
 	snprintf(file, sizeof file, "%s/%s", p->path, STORE_CATALOG);
-	if (stat(file, &st) == 0 && statvfs(p->path, &v) == 0 &&
+	if (worth && stat(file, &st) == 0 && statvfs(p->path, &v) == 0 &&
 	    (uint64_t)v.f_bavail * v.f_frsize > 2 * (uint64_t)st.st_size + ((uint64_t)1 << 20)) {
 		catvfs_writers(p->site, 1); /* not with the reserve */
 		r = cat_exec_what(p, "VACUUM", "compacting the catalogue");
