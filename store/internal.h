@@ -56,6 +56,8 @@ struct store_pool {
 	int census_mode; /* enum census_mode */
 	int64_t census_ds;
 	uint8_t census_base[FERRY_HASH_LEN], census_root[FERRY_HASH_LEN];
+	/* reader.c: nodes this handle has read and checked (NULL until one) */
+	struct node_memo *memo;
 };
 
 /* The catalogue's SQLite VFS (catvfs.c): registers it (idempotent). */
@@ -345,11 +347,15 @@ void writer_forget(struct store_writer *w);
  * refuses). */
 struct store_pool *writer_pool(const struct store_writer *w);
 int writer_batch_op(struct store_writer *w) FERRY_WUR;
-/* reader.c, for reader.c and xfer.c: the node row st just stepped to
- * (columns type, data) into out and *type, checked (type 1-4, at most
- * NODE_MAX bytes, content matching hash); resets st. */
-int node_row_take(sqlite3_stmt *st, const uint8_t hash[FERRY_HASH_LEN], int *type,
-		  struct fbuf *out) FERRY_WUR;
+/* reader.c, for reader.c and xfer.c: the node row st of pool p just
+ * stepped to (columns type, data) into out and *type, checked (type 1-4,
+ * at most NODE_MAX bytes, content matching hash); resets st. A row p has
+ * checked against its hash before is checked against what it was then
+ * (type, length, CRC-32C: node_memo). */
+int node_row_take(struct store_pool *p, sqlite3_stmt *st, const uint8_t hash[FERRY_HASH_LEN],
+		  int *type, struct fbuf *out) FERRY_WUR;
+/* reader.c: frees p's memo of checked nodes (pool close). */
+void node_memo_free(struct store_pool *p);
 /* reader.c, for xfer.c and refs.c: a node looked up with sts[0], then
  * sts[1] (hash bound to parameter 1; columns type, data), as
  * node_row_take checks it; neither having it is -FERR_NOENT, "node H is

@@ -113,6 +113,7 @@ static void pool_free(struct store_pool *p)
 	}
 	catvfs_site_put(p->site);
 	free(p->tx_packs);
+	node_memo_free(p);
 	free(p->name);
 	free(p->path);
 	free(p);
