@@ -831,24 +831,31 @@ static int apply(struct store_pool *p, int mode, int64_t ds_id, const uint8_t *b
 		if ((r = exec_ds(p, "DELETE FROM census2_state WHERE ds_id = ?1", ds_id, NULL)) < 0 ||
 		    (r = exec_ds(p, "DELETE FROM census2_nodes WHERE ds_id = ?1", ds_id, NULL)) < 0 ||
 		    (r = exec_ds(p, "DELETE FROM census2_blocks WHERE ds_id = ?1", ds_id, NULL)) < 0 ||
-		    (r = exec_ds(p, "INSERT INTO census2_nodes(ds_id, hash, n) SELECT ?1, hash, d"
-				    " FROM temp.c_nodes WHERE d > 0 ORDER BY hash", ds_id, NULL)) < 0 ||
-		    (r = exec_ds(p, "INSERT INTO census2_blocks(ds_id, hash, n) SELECT ?1, hash, d"
-				    " FROM temp.c_blocks WHERE d > 0 ORDER BY hash", ds_id, NULL)) < 0)
+		    (r = exec_ds(p, "INSERT OR IGNORE INTO census2_nodes(ds_id, hash, n) SELECT ?1,"
+				    " hash, d FROM temp.c_nodes WHERE d > 0 ORDER BY hash", ds_id, NULL)) < 0 ||
+		    (r = exec_ds(p, "INSERT OR IGNORE INTO census2_blocks(ds_id, hash, n) SELECT ?1,"
+				    " hash, d FROM temp.c_blocks WHERE d > 0 ORDER BY hash", ds_id, NULL)) < 0)
 			return r;
 		return exec_ds(p, "INSERT INTO census2_state(ds_id, root) VALUES(?1, ?2)", ds_id, root);
 	}
 	/* a change to the rows of the base's root, which they must still be */
 	if ((r = state_is(p, ds_id, base_root, &valid)) < 0 || !valid)
 		return r;
-	if ((r = exec_ds(p, "INSERT INTO census2_nodes(ds_id, hash, n) SELECT ?1, hash, base + d"
-			    " FROM temp.c_nodes WHERE d != 0 AND base + d > 0 ORDER BY hash"
-			    " ON CONFLICT(ds_id, hash) DO UPDATE SET n = excluded.n", ds_id, NULL)) < 0 ||
-	    (r = exec_ds(p, "DELETE FROM census2_nodes WHERE ds_id = ?1 AND hash IN (SELECT hash"
-			    " FROM temp.c_nodes WHERE d != 0 AND base + d = 0)", ds_id, NULL)) < 0 ||
-	    (r = exec_ds(p, "INSERT INTO census2_blocks(ds_id, hash, n) SELECT ?1, hash, d"
-			    " FROM temp.c_blocks WHERE d != 0 ORDER BY hash"
-			    " ON CONFLICT(ds_id, hash) DO UPDATE SET n = n + excluded.n", ds_id, NULL)) < 0 ||
+	/* No statement here can abort part way (OR IGNORE, no upsert): one
+	 * that could is given a statement journal, a copy of every page it
+	 * changes in a temporary file (5,400 writes for a 0.1 % change at
+	 * 1,000,000 files). The nodes' new counts are base + d (count() read
+	 * base); the blocks' are added to the stored ones in place. */
+	if ((r = exec_ds(p, "DELETE FROM census2_nodes WHERE ds_id = ?1 AND hash IN (SELECT hash"
+			    " FROM temp.c_nodes WHERE d != 0)", ds_id, NULL)) < 0 ||
+	    (r = exec_ds(p, "INSERT OR IGNORE INTO census2_nodes(ds_id, hash, n) SELECT ?1, hash,"
+			    " base + d FROM temp.c_nodes WHERE d != 0 AND base + d > 0 ORDER BY hash",
+			    ds_id, NULL)) < 0 ||
+	    (r = exec_ds(p, "INSERT OR IGNORE INTO census2_blocks(ds_id, hash, n) SELECT ?1, hash, 0"
+			    " FROM temp.c_blocks WHERE d != 0 ORDER BY hash", ds_id, NULL)) < 0 ||
+	    (r = exec_ds(p, "UPDATE OR IGNORE census2_blocks SET n = n + (SELECT c.d FROM temp.c_blocks c"
+			    " WHERE c.hash = census2_blocks.hash) WHERE ds_id = ?1 AND hash IN"
+			    " (SELECT hash FROM temp.c_blocks WHERE d != 0)", ds_id, NULL)) < 0 ||
 	    (r = exec_ds(p, "DELETE FROM census2_blocks WHERE ds_id = ?1 AND n <= 0 AND hash IN"
 			    " (SELECT hash FROM temp.c_blocks WHERE d < 0)", ds_id, NULL)) < 0)
 		return r;
