@@ -354,6 +354,10 @@ int writer_batch_op(struct store_writer *w) FERRY_WUR;
  * (type, length, CRC-32C: node_memo). */
 int node_row_take(struct store_pool *p, sqlite3_stmt *st, const uint8_t hash[FERRY_HASH_LEN],
 		  int *type, struct fbuf *out) FERRY_WUR;
+/* reader.c: node hash of the given type is data (len bytes): its hash was
+ * just computed from them, so a read of its row need not hash it again. */
+void node_memo_put(struct store_pool *p, const uint8_t hash[FERRY_HASH_LEN], int type,
+		   const void *data, size_t len);
 /* reader.c: frees p's memo of checked nodes (pool close). */
 void node_memo_free(struct store_pool *p);
 /* reader.c, for xfer.c and refs.c: a node looked up with sts[0], then

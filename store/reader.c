@@ -330,8 +330,7 @@ static int memo_known(struct store_pool *p, const uint8_t *hash, int t, const st
 	return k;
 }
 
-static void memo_put(struct store_pool *p, const uint8_t *hash, int t, const struct fbuf *b,
-		     uint32_t crc)
+static void memo_put(struct store_pool *p, const uint8_t *hash, int t, size_t len, uint32_t crc)
 {
 	struct node_memo *m = memo_get(p);
 	if (!m)
@@ -340,10 +339,16 @@ static void memo_put(struct store_pool *p, const uint8_t *hash, int t, const str
 	struct node_memo_slot *s = memo_slot(m, hash);
 	memcpy(s->hash, hash, FERRY_HASH_LEN);
 	s->crc = crc;
-	s->len = (uint32_t)b->len;
+	s->len = (uint32_t)len;
 	s->type = t;
 	s->used = 1;
 	pthread_mutex_unlock(&m->mu);
+}
+
+void node_memo_put(struct store_pool *p, const uint8_t hash[FERRY_HASH_LEN], int type,
+		   const void *data, size_t len)
+{
+	memo_put(p, hash, type, len, crc32c_update(0, data, len));
 }
 
 int node_row_take(struct store_pool *p, sqlite3_stmt *st, const uint8_t hash[FERRY_HASH_LEN],
@@ -367,7 +372,7 @@ int node_row_take(struct store_pool *p, sqlite3_stmt *st, const uint8_t hash[FER
 		node_hash(t, out->data, out->len, h);
 		if (memcmp(h, hash, FERRY_HASH_LEN) != 0)
 			return ferry_err(FERR_CORRUPT, "node content does not match its hash");
-		memo_put(p, hash, t, out, crc);
+		memo_put(p, hash, t, out->len, crc);
 	}
 	*type = t;
 	return 0;

@@ -672,6 +672,7 @@ int store_writer_put_node(struct store_writer *w, int type, const void *data, si
 	if (type < 1 || type > 4 || len > NODE_MAX)
 		return ferry_err(FERR_INVAL, "node of type %d and %zu bytes", type, len);
 	node_hash(type, data, len, h);
+	node_memo_put(w->p, h, type, data, len); /* read again: not hashed again */
 	/* One this writer already holds is ignored by the INSERT OR IGNORE.
 	 * One the pool already holds would be ignored by the commit's (nodes
 	 * are content-addressed, a copy is the same node), so only directory

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include "store/store.h"
 #include "capture/capture.h"
@@ -262,6 +263,101 @@ static void test_bookmarks(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* Flips the last byte of node hash's row in catalogue db, through a
+ * connection of its own. */
+static int flip_node(const char *db, const uint8_t *hash)
+{
+	sqlite3 *c = NULL;
+	sqlite3_stmt *st = NULL;
+	uint8_t buf[1 << 16];
+	int n = -1;
+	if (sqlite3_open(db, &c) != SQLITE_OK ||
+	    sqlite3_prepare_v2(c, "SELECT data FROM nodes WHERE hash = ?", -1, &st, NULL) != SQLITE_OK)
+		goto out;
+	sqlite3_bind_blob(st, 1, hash, FERRY_HASH_LEN, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW && (n = sqlite3_column_bytes(st, 0)) > 0 &&
+	    n <= (int)sizeof buf)
+		memcpy(buf, sqlite3_column_blob(st, 0), (size_t)n);
+	else
+		n = -1;
+	sqlite3_finalize(st);
+	st = NULL;
+	if (n < 0)
+		goto out;
+	buf[n - 1] ^= 1;
+	if (sqlite3_prepare_v2(c, "UPDATE nodes SET data = ?1 WHERE hash = ?2", -1, &st, NULL) !=
+	    SQLITE_OK) {
+		n = -1;
+		goto out;
+	}
+	sqlite3_bind_blob(st, 1, buf, n, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 2, hash, FERRY_HASH_LEN, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_DONE || sqlite3_changes(c) != 1)
+		n = -1;
+out:
+	sqlite3_finalize(st);
+	sqlite3_close(c);
+	return n < 0 ? -1 : 0;
+}
+
+/* A node read a second time is checked too (store/reader.c keeps a memo
+ * of the nodes a handle checked, and checks a row read again against it):
+ * a row changed between two reads is reported, not returned; put back,
+ * it reads again. */
+static void test_node_reread(void **state)
+{
+	char path[512], src[512];
+	struct store_pool *p = NULL;
+	struct store_reader *rd = NULL;
+	struct store_ds ds;
+	struct store_snap sn;
+	struct capture_opts o;
+	struct capture_stats st;
+	struct fbuf b;
+	int type = 0;
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/ferry-unit.XXXXXX");
+	assert_non_null(mkdtemp(tmpdir));
+	snprintf(path, sizeof path, "%s/home", tmpdir);
+	setenv("FERRY_HOME", path, 1);
+	snprintf(src, sizeof src, "%s/src", tmpdir);
+	assert_int_equal(mkdir(src, 0755), 0);
+	snprintf(path, sizeof path, "%s/src/f", tmpdir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("hello\n", f);
+	fclose(f);
+	snprintf(path, sizeof path, "%s/tank", tmpdir);
+	assert_int_equal(store_pool_create("tank", path, NULL, 0), 0);
+	assert_int_equal(store_pool_open("tank", 0, &p), 0);
+	assert_int_equal(store_ds_create(p, "tank/a", STORE_DS_FILESYSTEM, 0, NULL, 0), 0);
+	assert_int_equal(store_ds_lookup(p, "tank/a", &ds), 0);
+	memset(&o, 0, sizeof o);
+	o.from = src;
+	o.threads = 1;
+	assert_int_equal(capture_snapshot(p, &ds, "s1", &o, &st), 0);
+	assert_int_equal(store_snap_lookup(p, "tank/a@s1", &sn), 0);
+	assert_int_equal(store_reader_new(p, &rd), 0);
+	fbuf_init(&b, 1 << 20);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(store_node_read(rd, sn.root, &type, &b), 0);
+		assert_true(b.len > 0);
+	}
+	/* the last byte of the root's row flipped by another connection:
+	 * same type, same length */
+	char db[600];
+	snprintf(db, sizeof db, "%s/catalog.db", path);
+	assert_int_equal(flip_node(db, sn.root), 0);
+	assert_int_equal(store_node_read(rd, sn.root, &type, &b), -FERR_CORRUPT);
+	assert_int_equal(flip_node(db, sn.root), 0); /* flipped back */
+	assert_int_equal(store_node_read(rd, sn.root, &type, &b), 0);
+	fbuf_release(&b);
+	store_reader_free(rd);
+	store_pool_close(p);
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -270,6 +366,7 @@ int main(void)
 		cmocka_unit_test(test_ratio),
 		cmocka_unit_test(test_pool_and_datasets),
 		cmocka_unit_test(test_bookmarks),
+		cmocka_unit_test(test_node_reread),
 	};
 	if (ferry_lib_init() < 0)
 		return 1;
