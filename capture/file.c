@@ -17,7 +17,7 @@
 
 /* ---- hardlinks --------------------------------------------------------------------- */
 
-static struct link *link_find(struct cap *c, dev_t dev, ino_t ino, int add)
+struct link *cap_link_find(struct cap *c, dev_t dev, ino_t ino, int add)
 {
 	if (add && (c->nlinks + 1) * 2 > c->caplinks) {
 		size_t nc = c->caplinks ? c->caplinks * 2 : 256;
@@ -144,7 +144,7 @@ static int reuse_file(struct cap *c, struct centry *ce, const struct node_entry 
 	ce->e.child_type = oe->child_type;
 	memcpy(ce->e.child, oe->child, FERRY_HASH_LEN);
 	c->st->files_reused++;
-	if (sb->st_nlink > 1 && (lk = link_find(c, sb->st_dev, sb->st_ino, 1))) {
+	if (sb->st_nlink > 1 && (lk = cap_link_find(c, sb->st_dev, sb->st_ino, 1))) {
 		lk->ready = 1;
 		lk->type = oe->child_type;
 		lk->size = oe->size;
@@ -246,10 +246,12 @@ static int file_read(struct cap *c, int fd, const struct stat *sb, const struct 
 		ce->e.ctime_sec = 0;
 		ce->e.ctime_nsec = 0;
 	}
-	if (sb->st_nlink > 1 && (lk = link_find(c, sb->st_dev, sb->st_ino, 1))) {
+	if (sb->st_nlink > 1 && (lk = cap_link_find(c, sb->st_dev, sb->st_ino, 1))) {
 		lk->size = got;
 		lk->ready = 0;
-		f->link = lk;
+		f->link = 1; /* not lk: the map may move before the file is done */
+		f->link_dev = sb->st_dev;
+		f->link_ino = sb->st_ino;
 	}
 	return 0;
 }
@@ -263,7 +265,7 @@ int cap_file(struct cap *c, int dirfd, const char *name, const struct stat *lsb,
 	int r = 0, fd = -1;
 	struct link *lk;
 	ce->e.ftype = NODE_F_REG;
-	if (sb.st_nlink > 1 && (lk = link_find(c, sb.st_dev, sb.st_ino, 0)))
+	if (sb.st_nlink > 1 && (lk = cap_link_find(c, sb.st_dev, sb.st_ino, 0)))
 		return file_linked(c, dirfd, name, &sb, lk, ce);
 	if (file_unchanged(oe, &sb)) {
 		/* unchanged since the last snapshot (same size, mtime, ctime and

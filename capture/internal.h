@@ -128,7 +128,11 @@ struct cfile {
 	int done;
 	int type;
 	uint8_t hash[FERRY_HASH_LEN];
-	struct link *link; /* hardlink map slot to fill when done */
+	/* a hardlinked inode (dev, ino) whose map slot is filled when done:
+	 * looked up again then, as the map may have grown and moved since */
+	int link;
+	dev_t link_dev;
+	ino_t link_ino;
 	/* the previous version's block hash per record (changed files): a
 	 * record that hashes the same is already stored and is not compressed
 	 * again; read-only while jobs run */
@@ -145,6 +149,12 @@ struct link {
 	uint8_t hash[FERRY_HASH_LEN];
 	uint64_t size;
 };
+
+struct cap;
+/* file.c: the hardlink map's slot of inode (dev, ino), added when add is
+ * 1 (NULL: not there, or no memory). The map grows by moving to a new
+ * table: a slot is valid until the next call with add = 1. */
+struct link *cap_link_find(struct cap *c, dev_t dev, ino_t ino, int add);
 
 /* An entry of the directory being captured, owning its strings. */
 struct centry {

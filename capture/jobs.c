@@ -82,12 +82,13 @@ static int finish_file(struct cap *c, struct cfile *f)
 	if (r < 0)
 		return r;
 	f->done = 1;
-	if (f->link) {
-		f->link->type = f->type;
-		memcpy(f->link->hash, f->hash, FERRY_HASH_LEN);
-		f->link->ready = 1;
-		f->link = NULL;
+	struct link *lk;
+	if (f->link && (lk = cap_link_find(c, f->link_dev, f->link_ino, 0))) {
+		lk->type = f->type;
+		memcpy(lk->hash, f->hash, FERRY_HASH_LEN);
+		lk->ready = 1;
 	}
+	f->link = 0;
 	return 0;
 }
 
