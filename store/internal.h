@@ -349,13 +349,14 @@ struct store_pool *writer_pool(const struct store_writer *w);
 int writer_batch_op(struct store_writer *w) FERRY_WUR;
 /* reader.c, for reader.c and xfer.c: the node row st of pool p just
  * stepped to (columns type, data) into out and *type, checked (type 1-4,
- * at most NODE_MAX bytes, content matching hash); resets st. A row p has
- * checked against its hash before is checked against what it was then
- * (type, length, CRC-32C: node_memo). */
+ * at most NODE_MAX bytes, content matching hash); resets st. A directory
+ * or index row p has checked against its hash before is checked against
+ * what it was then (type, length, CRC-32C: node_memo). */
 int node_row_take(struct store_pool *p, sqlite3_stmt *st, const uint8_t hash[FERRY_HASH_LEN],
 		  int *type, struct fbuf *out) FERRY_WUR;
 /* reader.c: node hash of the given type is data (len bytes): its hash was
- * just computed from them, so a read of its row need not hash it again. */
+ * just computed from them, so a read of its row need not hash it again
+ * (not kept for a blocklist: see node_memo). */
 void node_memo_put(struct store_pool *p, const uint8_t hash[FERRY_HASH_LEN], int type,
 		   const void *data, size_t len);
 /* reader.c: frees p's memo of checked nodes (pool close). */

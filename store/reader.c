@@ -276,14 +276,19 @@ int store_node_read(struct store_reader *rd, const uint8_t hash[FERRY_HASH_LEN],
  * (BLAKE2b) was 16 % of a 0.1 % receive at 1,000,000 files. Rows do not
  * change under a hash (content addressing), so a row read again is
  * checked against its type, length and CRC-32C of the first time, which
- * still catches a page of the catalogue damaged since. Direct-mapped and
- * fixed in size (a slot is overwritten by the next hash that maps to it);
- * a mutex, as a handle may be read from more than one thread. */
-#define MEMO_BITS 14 /* 16,384 slots: 768 KiB */
+ * still catches a page of the catalogue damaged since. Directories and
+ * indexes only: a file's blocklist is small, quick to hash, and the most
+ * numerous node, which would crowd the others out. Direct-mapped and
+ * fixed in size (a slot is overwritten by the next node that maps to
+ * it; 224 KiB, as a full receive at 1,000,000 files peaks within 1 MiB
+ * of issue 14's 64 MiB); a slot keeps the first 128 bits of the hash.
+ * A mutex, as a handle may be read from more than one thread. */
+#define MEMO_BITS 13 /* 8,192 slots */
+#define MEMO_KEY 16
 struct node_memo_slot {
-	uint8_t hash[FERRY_HASH_LEN];
+	uint8_t key[MEMO_KEY];
 	uint32_t crc, len;
-	int type, used;
+	uint8_t type, used;
 };
 struct node_memo {
 	pthread_mutex_t mu;
@@ -324,7 +329,7 @@ static int memo_known(struct store_pool *p, const uint8_t *hash, int t, const st
 		return 0;
 	pthread_mutex_lock(&m->mu);
 	struct node_memo_slot *s = memo_slot(m, hash);
-	k = s->used && !memcmp(s->hash, hash, FERRY_HASH_LEN) && s->type == t &&
+	k = s->used && !memcmp(s->key, hash, MEMO_KEY) && s->type == t &&
 	    s->len == (uint32_t)b->len && s->crc == crc;
 	pthread_mutex_unlock(&m->mu);
 	return k;
@@ -337,10 +342,10 @@ static void memo_put(struct store_pool *p, const uint8_t *hash, int t, size_t le
 		return;
 	pthread_mutex_lock(&m->mu);
 	struct node_memo_slot *s = memo_slot(m, hash);
-	memcpy(s->hash, hash, FERRY_HASH_LEN);
+	memcpy(s->key, hash, MEMO_KEY);
 	s->crc = crc;
 	s->len = (uint32_t)len;
-	s->type = t;
+	s->type = (uint8_t)t;
 	s->used = 1;
 	pthread_mutex_unlock(&m->mu);
 }
@@ -348,6 +353,8 @@ static void memo_put(struct store_pool *p, const uint8_t *hash, int t, size_t le
 void node_memo_put(struct store_pool *p, const uint8_t hash[FERRY_HASH_LEN], int type,
 		   const void *data, size_t len)
 {
+	if (type == NODE_BLOCKLIST)
+		return;
 	memo_put(p, hash, type, len, crc32c_update(0, data, len));
 }
 
@@ -367,12 +374,14 @@ int node_row_take(struct store_pool *p, sqlite3_stmt *st, const uint8_t hash[FER
 	sqlite3_reset(st);
 	if (r < 0)
 		return r;
-	uint32_t crc = crc32c_update(0, out->data, out->len);
-	if (!memo_known(p, hash, t, out, crc)) {
+	int memo = t != NODE_BLOCKLIST;
+	uint32_t crc = memo ? crc32c_update(0, out->data, out->len) : 0;
+	if (!memo || !memo_known(p, hash, t, out, crc)) {
 		node_hash(t, out->data, out->len, h);
 		if (memcmp(h, hash, FERRY_HASH_LEN) != 0)
 			return ferry_err(FERR_CORRUPT, "node content does not match its hash");
-		memo_put(p, hash, t, out->len, crc);
+		if (memo)
+			memo_put(p, hash, t, out->len, crc);
 	}
 	*type = t;
 	return 0;
