@@ -184,16 +184,15 @@ static int count_cb(struct store_pool *p, const struct store_bookmark *b, void *
 	return 0;
 }
 
-static void test_bookmarks(void **state)
+/* A pool "tank" in a new tmpdir with dataset tank/a (and other, when not
+ * NULL), whose snapshot tank/a@s1 (into *sn, *ds) holds one file. */
+static struct store_pool *pool_with_snapshot(const char *other, struct store_ds *ds,
+					     struct store_snap *sn)
 {
 	char path[512], src[512];
 	struct store_pool *p = NULL;
-	struct store_ds ds, bds;
-	struct store_snap sn;
-	struct store_bookmark b, b2;
 	struct capture_opts o;
 	struct capture_stats st;
-	struct store_propval v;
 	snprintf(tmpdir, sizeof tmpdir, "/tmp/ferry-unit.XXXXXX");
 	assert_non_null(mkdtemp(tmpdir));
 	snprintf(path, sizeof path, "%s/home", tmpdir);
@@ -209,13 +208,24 @@ static void test_bookmarks(void **state)
 	assert_int_equal(store_pool_create("tank", path, NULL, 0), 0);
 	assert_int_equal(store_pool_open("tank", 0, &p), 0);
 	assert_int_equal(store_ds_create(p, "tank/a", STORE_DS_FILESYSTEM, 0, NULL, 0), 0);
-	assert_int_equal(store_ds_create(p, "tank/o", STORE_DS_FILESYSTEM, 0, NULL, 0), 0);
-	assert_int_equal(store_ds_lookup(p, "tank/a", &ds), 0);
+	if (other)
+		assert_int_equal(store_ds_create(p, other, STORE_DS_FILESYSTEM, 0, NULL, 0), 0);
+	assert_int_equal(store_ds_lookup(p, "tank/a", ds), 0);
 	memset(&o, 0, sizeof o);
 	o.from = src;
 	o.threads = 1;
-	assert_int_equal(capture_snapshot(p, &ds, "s1", &o, &st), 0);
-	assert_int_equal(store_snap_lookup(p, "tank/a@s1", &sn), 0);
+	assert_int_equal(capture_snapshot(p, ds, "s1", &o, &st), 0);
+	assert_int_equal(store_snap_lookup(p, "tank/a@s1", sn), 0);
+	return p;
+}
+
+static void test_bookmarks(void **state)
+{
+	struct store_ds ds, bds;
+	struct store_snap sn;
+	struct store_bookmark b, b2;
+	struct store_propval v;
+	struct store_pool *p = pool_with_snapshot("tank/o", &ds, &sn);
 
 	assert_int_equal(store_bookmark_create(p, "tank/a@s1", "tank/a#m"), 0);
 	assert_int_equal(store_bookmark_lookup(p, "tank/a#m", &b), 0);
@@ -306,36 +316,12 @@ out:
  * it reads again. */
 static void test_node_reread(void **state)
 {
-	char path[512], src[512];
-	struct store_pool *p = NULL;
 	struct store_reader *rd = NULL;
 	struct store_ds ds;
 	struct store_snap sn;
-	struct capture_opts o;
-	struct capture_stats st;
 	struct fbuf b;
 	int type = 0;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/ferry-unit.XXXXXX");
-	assert_non_null(mkdtemp(tmpdir));
-	snprintf(path, sizeof path, "%s/home", tmpdir);
-	setenv("FERRY_HOME", path, 1);
-	snprintf(src, sizeof src, "%s/src", tmpdir);
-	assert_int_equal(mkdir(src, 0755), 0);
-	snprintf(path, sizeof path, "%s/src/f", tmpdir);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("hello\n", f);
-	fclose(f);
-	snprintf(path, sizeof path, "%s/tank", tmpdir);
-	assert_int_equal(store_pool_create("tank", path, NULL, 0), 0);
-	assert_int_equal(store_pool_open("tank", 0, &p), 0);
-	assert_int_equal(store_ds_create(p, "tank/a", STORE_DS_FILESYSTEM, 0, NULL, 0), 0);
-	assert_int_equal(store_ds_lookup(p, "tank/a", &ds), 0);
-	memset(&o, 0, sizeof o);
-	o.from = src;
-	o.threads = 1;
-	assert_int_equal(capture_snapshot(p, &ds, "s1", &o, &st), 0);
-	assert_int_equal(store_snap_lookup(p, "tank/a@s1", &sn), 0);
+	struct store_pool *p = pool_with_snapshot(NULL, &ds, &sn);
 	assert_int_equal(store_reader_new(p, &rd), 0);
 	fbuf_init(&b, 1 << 20);
 	for (int i = 0; i < 2; i++) {
@@ -345,7 +331,7 @@ static void test_node_reread(void **state)
 	/* the last byte of the root's row flipped by another connection:
 	 * same type, same length */
 	char db[600];
-	snprintf(db, sizeof db, "%s/catalog.db", path);
+	snprintf(db, sizeof db, "%s/tank/catalog.db", tmpdir);
 	assert_int_equal(flip_node(db, sn.root), 0);
 	assert_int_equal(store_node_read(rd, sn.root, &type, &b), -FERR_CORRUPT);
 	assert_int_equal(flip_node(db, sn.root), 0); /* flipped back */
