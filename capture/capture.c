@@ -19,8 +19,7 @@
  * corrects them by what changed (store_writer_refs_since), so an
  * unchanged file costs its lstat. A directory whose entries all match its
  * previous version's, subdirectories' nodes included, keeps its previous
- * node without encoding or hashing it again, and the lstats of a
- * directory's entries run in batches on two threads (walk.c). */
+ * node without encoding or hashing it again. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -142,7 +141,7 @@ static int capture_tree(struct cap *c, const char *from, uint8_t *root)
 	}
 	c->dev = sb.st_dev;
 	if ((r = old_root(c, &kind, &od, &have, &old_type, old_hash)) < 0 ||
-	    (r = cap_stat_ahead_new(c, pipeline_threads(c->o->threads))) < 0)
+	    (r = cap_stat_ahead_new(c)) < 0)
 		goto out;
 	cap_entry_from_stat(&ce.e, &sb);
 	ce.e.ftype = NODE_F_DIR;

@@ -232,20 +232,16 @@ struct cap {
 	int64_t base_id;
 	uint8_t base_root[FERRY_HASH_LEN];
 	/* stat-ahead (walk.c): the lstat of the top frame's entries
-	 * [sa_lo, sa_hi) (sa_err: 0 or the errno), taken in one go on this
-	 * thread and sa_pl's worker */
+	 * [sa_lo, sa_hi) (sa_err: 0 or the errno), taken in one go */
 	struct stat *sa_st;
 	int *sa_err;
 	size_t sa_lo, sa_hi;
-	struct pipeline *sa_pl;
 };
 
 /* Entries of a directory lstat'ed in one go (at most; the run also ends
  * at the first entry that may be a directory, which the walk descends
  * into before it needs the next). */
 #define CAP_STAT_AHEAD 256
-/* A run at least this long is split with the stat-ahead worker. */
-#define CAP_STAT_SPLIT 16
 
 /* Entries of queued directories past which the walk waits for their
  * nodes (about 200 bytes each). A job holds up to JOB_ITEMS directory
@@ -324,9 +320,8 @@ int cap_current(struct cap *c, uint8_t *root) FERRY_WUR;
 int cap_dir_finish(struct cap *c, struct cdir *d) FERRY_WUR;
 /* Unlinks d from the pending list and frees it. */
 void cap_cdir_free(struct cap *c, struct cdir *d);
-/* The stat-ahead worker, when there is more than one CPU (walk.c):
- * its pipeline and window; cap_stat_ahead_free gives them back. */
-int cap_stat_ahead_new(struct cap *c, unsigned threads) FERRY_WUR;
+/* The stat-ahead window (walk.c); cap_stat_ahead_free gives it back. */
+int cap_stat_ahead_new(struct cap *c) FERRY_WUR;
 void cap_stat_ahead_free(struct cap *c);
 /* Frees what a walk frame holds. */
 void cap_frame_release(struct cframe *f);

@@ -334,60 +334,24 @@ int cap_dir_finish(struct cap *c, struct cdir *d)
 }
 
 /* ---- stat-ahead ----------------------------------------------------------------------
- * An unchanged tree costs its walk and a lstat of every entry, and the
- * lstats are most of it. So the walk lstats a run of a directory's
- * entries in one go, the second half of a long run on a worker of its
- * own while this thread takes the first: the two cores an unchanged
- * capture otherwise leaves to one. A run ends at the first entry that may
- * be a directory (by readdir's d_type), since the walk descends into it
- * before it needs the next: no lstat is taken twice or wasted. */
+ * The walk lstats a run of a directory's entries in one go, up to the
+ * first entry that may be a directory (by readdir's d_type), since the
+ * walk descends into it before it needs the next: no lstat is taken
+ * twice or wasted. The lstats stay on this thread: handing half a run to
+ * a second thread cost a wake-up and a wait per directory that the lstats
+ * it took did not pay back (docs/notes/scale.md, session 16). */
 
-struct sajob {
-	int dirfd;
-	char *const *names;
-	struct stat *st;
-	int *err;
-	size_t n;
-};
-
-static void sa_stat(int dirfd, char *const *names, struct stat *st, int *err, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		err[i] = fstatat(dirfd, names[i], &st[i], AT_SYMLINK_NOFOLLOW) ? errno : 0;
-}
-
-static int sa_run(void *job, void *ctx)
-{
-	struct sajob *j = job;
-	(void)ctx;
-	sa_stat(j->dirfd, j->names, j->st, j->err, j->n);
-	return 0;
-}
-
-static int sa_done(void *job, int res, void *ctx)
-{
-	(void)job;
-	(void)ctx;
-	return res;
-}
-
-static const struct pipeline_ops sa_ops = {sa_run, sa_done, NULL, NULL};
-
-int cap_stat_ahead_new(struct cap *c, unsigned threads)
+int cap_stat_ahead_new(struct cap *c)
 {
 	c->sa_lo = c->sa_hi = 0;
 	if (!(c->sa_st = malloc(CAP_STAT_AHEAD * sizeof *c->sa_st)) ||
 	    !(c->sa_err = malloc(CAP_STAT_AHEAD * sizeof *c->sa_err)))
 		return ferry_err(FERR_NOMEM, "capturing a tree");
-	if (threads < 2)
-		return 0;
-	return pipeline_new(&c->sa_pl, 1, 1, sizeof(struct sajob), &sa_ops, c);
+	return 0;
 }
 
 void cap_stat_ahead_free(struct cap *c)
 {
-	pipeline_free(c->sa_pl);
-	c->sa_pl = NULL;
 	free(c->sa_st);
 	free(c->sa_err);
 	c->sa_st = NULL;
@@ -396,7 +360,7 @@ void cap_stat_ahead_free(struct cap *c)
 
 /* Makes the window hold the lstat of f's entry f->i: the run from it to
  * the next entry that may be a directory (CAP_STAT_AHEAD at most). */
-static int sa_fill(struct cap *c, struct cframe *f, int dirfd)
+static void sa_fill(struct cap *c, struct cframe *f, int dirfd)
 {
 	size_t lo = f->i, hi = lo;
 	while (hi < f->n && hi - lo < CAP_STAT_AHEAD) {
@@ -405,27 +369,11 @@ static int sa_fill(struct cap *c, struct cframe *f, int dirfd)
 		if (t == DT_DIR || t == DT_UNKNOWN)
 			break;
 	}
-	size_t n = hi - lo, half = n / 2;
-	void *jv;
-	int r;
-	c->sa_lo = c->sa_hi = 0;
-	if (!c->sa_pl || n < CAP_STAT_SPLIT) {
-		sa_stat(dirfd, f->names + lo, c->sa_st, c->sa_err, n);
-	} else {
-		if ((r = pipeline_job(c->sa_pl, &jv)) < 0)
-			return r;
-		struct sajob *j = jv;
-		*j = (struct sajob){dirfd, f->names + lo + half, c->sa_st + half,
-				    c->sa_err + half, n - half};
-		if ((r = pipeline_submit(c->sa_pl, j)) < 0)
-			return r;
-		sa_stat(dirfd, f->names + lo, c->sa_st, c->sa_err, half);
-		if ((r = pipeline_drain(c->sa_pl)) < 0)
-			return r;
-	}
+	for (size_t i = lo; i < hi; i++)
+		c->sa_err[i - lo] = fstatat(dirfd, f->names[i], &c->sa_st[i - lo],
+					    AT_SYMLINK_NOFOLLOW) ? errno : 0;
 	c->sa_lo = lo;
 	c->sa_hi = hi;
-	return 0;
 }
 
 /* ---- the walk ------------------------------------------------------------------------
@@ -621,9 +569,8 @@ int cap_walk(struct cap *c, int rootfd, struct node_dir *old, int have_old, int 
 				return r;
 			continue;
 		}
-		if ((f->i < c->sa_lo || f->i >= c->sa_hi) &&
-		    (r = sa_fill(c, f, dirstack_fd(&c->dirs))) < 0)
-			return r;
+		if (f->i < c->sa_lo || f->i >= c->sa_hi)
+			sa_fill(c, f, dirstack_fd(&c->dirs));
 		size_t k = f->i - c->sa_lo;
 		const char *name = f->names[f->i++];
 		struct cdir *d = f->d;
