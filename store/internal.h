@@ -359,6 +359,10 @@ int node_row_take(struct store_pool *p, sqlite3_stmt *st, const uint8_t hash[FER
  * (not kept for a blocklist: see node_memo). */
 void node_memo_put(struct store_pool *p, const uint8_t hash[FERRY_HASH_LEN], int type,
 		   const void *data, size_t len);
+/* reader.c: gives p its memo of checked nodes, with the handle, before
+ * any thread reads through it; out of memory leaves it without one
+ * (every read is hashed). */
+void node_memo_new(struct store_pool *p);
 /* reader.c: frees p's memo of checked nodes (pool close). */
 void node_memo_free(struct store_pool *p);
 /* reader.c, for xfer.c and refs.c: a node looked up with sts[0], then

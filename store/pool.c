@@ -129,6 +129,7 @@ static int pool_alloc(const char *name, const char *path, int flags, struct stor
 		return ferry_err(FERR_NOMEM, "opening pool '%s'", name);
 	}
 	p->flags = flags;
+	node_memo_new(p);
 	*out = p;
 	return 0;
 }

@@ -295,14 +295,14 @@ struct node_memo {
 	struct node_memo_slot v[1u << MEMO_BITS];
 };
 
-static pthread_mutex_t memo_new_mu = PTHREAD_MUTEX_INITIALIZER;
+void node_memo_new(struct store_pool *p)
+{
+	if ((p->memo = calloc(1, sizeof *p->memo)) != NULL)
+		pthread_mutex_init(&p->memo->mu, NULL);
+}
 
 static struct node_memo *memo_get(struct store_pool *p)
 {
-	pthread_mutex_lock(&memo_new_mu);
-	if (!p->memo && (p->memo = calloc(1, sizeof *p->memo)) != NULL)
-		pthread_mutex_init(&p->memo->mu, NULL);
-	pthread_mutex_unlock(&memo_new_mu);
 	return p->memo; /* NULL: no memo, every read is hashed */
 }
 
