@@ -301,11 +301,6 @@ void node_memo_new(struct store_pool *p)
 		pthread_mutex_init(&p->memo->mu, NULL);
 }
 
-static struct node_memo *memo_get(struct store_pool *p)
-{
-	return p->memo; /* NULL: no memo, every read is hashed */
-}
-
 void node_memo_free(struct store_pool *p)
 {
 	if (p->memo)
@@ -323,7 +318,7 @@ static struct node_memo_slot *memo_slot(struct node_memo *m, const uint8_t *hash
 static int memo_known(struct store_pool *p, const uint8_t *hash, int t, const struct fbuf *b,
 		      uint32_t crc)
 {
-	struct node_memo *m = memo_get(p);
+	struct node_memo *m = p->memo; /* NULL: no memo, every read is hashed */
 	int k = 0;
 	if (!m)
 		return 0;
@@ -337,7 +332,7 @@ static int memo_known(struct store_pool *p, const uint8_t *hash, int t, const st
 
 static void memo_put(struct store_pool *p, const uint8_t *hash, int t, size_t len, uint32_t crc)
 {
-	struct node_memo *m = memo_get(p);
+	struct node_memo *m = p->memo;
 	if (!m)
 		return;
 	pthread_mutex_lock(&m->mu);
