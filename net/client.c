@@ -2,13 +2,12 @@
  * interface: one handle per client (connections are reused), TLS verified
  * unless the caller gives its own CA bundle, bodies through callbacks so a
  * stream of any length passes in bounded memory. */
-#include <curl/curl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "lazy.h"
 
 struct net_client {
 	struct net_client_opts o;
@@ -34,24 +33,28 @@ struct xfer {
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc;
 
+/* after net_curl_load */
 static void curl_init(void)
 {
-	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+	curl_init_rc = net_curl.global_init(CURL_GLOBAL_DEFAULT);
 }
 
 int net_client_new(const struct net_client_opts *o, struct net_client **out)
 {
 	struct net_client *c;
+	int r = net_curl_load();
+	if (r < 0)
+		return r;
 	pthread_once(&curl_once, curl_init);
 	if (curl_init_rc != CURLE_OK)
-		return ferry_err(FERR_IO, "cannot initialise libcurl: %s", curl_easy_strerror(curl_init_rc));
+		return ferry_err(FERR_IO, "cannot initialise libcurl: %s", net_curl.easy_strerror(curl_init_rc));
 	if (!(c = calloc(1, sizeof *c)))
 		return ferry_err(FERR_NOMEM, "making an HTTP client");
 	c->o = *o;
 	if (!c->o.timeout)
 		c->o.timeout = 300;
 	if (!(c->base = strdup(o->base)) || (o->cacert && !(c->cacert = strdup(o->cacert))) ||
-	    !(c->h = curl_easy_init())) {
+	    !(c->h = net_curl.easy_init())) {
 		net_client_free(c);
 		return ferry_err(FERR_NOMEM, "making an HTTP client");
 	}
@@ -75,7 +78,7 @@ void net_client_free(struct net_client *c)
 	if (!c)
 		return;
 	if (c->h)
-		curl_easy_cleanup(c->h);
+		net_curl.easy_cleanup(c->h);
 	explicit_bzero(c->auth, sizeof c->auth);
 	free(c->base);
 	free(c->cacert);
@@ -87,7 +90,7 @@ static void see_status(struct xfer *x)
 	if (x->status_seen)
 		return;
 	long code = 0;
-	curl_easy_getinfo(x->c->h, CURLINFO_RESPONSE_CODE, &code);
+	net_curl.easy_getinfo(x->c->h, CURLINFO_RESPONSE_CODE, &code);
 	x->status = code;
 	x->status_seen = 1;
 }
@@ -159,50 +162,50 @@ int net_client_request(struct net_client *c, const char *method, const char *pat
 	if (answer)
 		fbuf_reset(answer);
 	CURL *h = c->h;
-	curl_easy_reset(h);
+	net_curl.easy_reset(h);
 	err[0] = 0;
-	if (c->have_auth && (h2 = curl_slist_append(hdr, c->auth)))
+	if (c->have_auth && (h2 = net_curl.slist_append(hdr, c->auth)))
 		hdr = h2;
-	if (rd && (h2 = curl_slist_append(hdr, "Content-Type: application/x-ferry-stream")))
+	if (rd && (h2 = net_curl.slist_append(hdr, "Content-Type: application/x-ferry-stream")))
 		hdr = h2;
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, err);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)c->o.timeout);
-	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "ferry/1");
+	net_curl.easy_setopt(h, CURLOPT_URL, url);
+	net_curl.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	net_curl.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	net_curl.easy_setopt(h, CURLOPT_ERRORBUFFER, err);
+	net_curl.easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	net_curl.easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
+	net_curl.easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	net_curl.easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)c->o.timeout);
+	net_curl.easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	net_curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
+	net_curl.easy_setopt(h, CURLOPT_WRITEDATA, &x);
+	net_curl.easy_setopt(h, CURLOPT_USERAGENT, "ferry/1");
 	if (c->cacert)
-		curl_easy_setopt(h, CURLOPT_CAINFO, c->cacert);
+		net_curl.easy_setopt(h, CURLOPT_CAINFO, c->cacert);
 	if (c->o.limit_rate) {
-		curl_easy_setopt(h, CURLOPT_MAX_SEND_SPEED_LARGE, (curl_off_t)c->o.limit_rate);
-		curl_easy_setopt(h, CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)c->o.limit_rate);
+		net_curl.easy_setopt(h, CURLOPT_MAX_SEND_SPEED_LARGE, (curl_off_t)c->o.limit_rate);
+		net_curl.easy_setopt(h, CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)c->o.limit_rate);
 	}
 	if (c->o.progress) {
-		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-		curl_easy_setopt(h, CURLOPT_XFERINFODATA, &x);
+		net_curl.easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+		net_curl.easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+		net_curl.easy_setopt(h, CURLOPT_XFERINFODATA, &x);
 	}
 	if (!strcmp(method, "PUT")) {
 		if (!rd) {
 			r = ferry_err(FERR_INVAL, "PUT without a body");
 			goto out;
 		}
-		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-		curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
-		curl_easy_setopt(h, CURLOPT_READDATA, &x);
+		net_curl.easy_setopt(h, CURLOPT_UPLOAD, 1L);
+		net_curl.easy_setopt(h, CURLOPT_READFUNCTION, on_read);
+		net_curl.easy_setopt(h, CURLOPT_READDATA, &x);
 	} else if (!strcmp(method, "DELETE")) {
-		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "DELETE");
+		net_curl.easy_setopt(h, CURLOPT_CUSTOMREQUEST, "DELETE");
 	} else if (strcmp(method, "GET")) {
 		r = ferry_err(FERR_INVAL, "method %s", method);
 		goto out;
 	}
-	CURLcode res = curl_easy_perform(h);
+	CURLcode res = net_curl.easy_perform(h);
 	x.status_seen = 0;
 	see_status(&x);
 	*status = x.status;
@@ -212,8 +215,8 @@ int net_client_request(struct net_client *c, const char *method, const char *pat
 		goto out;
 	}
 	if (res != CURLE_OK)
-		r = ferry_err(FERR_IO, "%s: %s", url, err[0] ? err : curl_easy_strerror(res));
+		r = ferry_err(FERR_IO, "%s: %s", url, err[0] ? err : net_curl.easy_strerror(res));
 out:
-	curl_slist_free_all(hdr);
+	net_curl.slist_free_all(hdr);
 	return r;
 }

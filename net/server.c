@@ -15,7 +15,6 @@
  * call's. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -27,7 +26,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "lazy.h"
 
 #define LISTEN_MAX 16
 #define CONN_MEMORY ((size_t)64 << 10)
@@ -122,14 +121,14 @@ static void call_unref(struct net_call *c)
 static void conn_suspend(void *arg)
 {
 	struct net_call *c = arg;
-	MHD_suspend_connection(c->conn);
+	net_mhd.suspend_connection(c->conn);
 }
 
 static void conn_resume(void *arg)
 {
 	struct net_call *c = arg;
 	if (c->conn)
-		MHD_resume_connection(c->conn);
+		net_mhd.resume_connection(c->conn);
 }
 
 /* Under c->mu: ends a suspension of ours (HEAD, BODY_DONE). */
@@ -137,7 +136,7 @@ static void resume_locked(struct net_call *c)
 {
 	if (c->suspended && c->conn) {
 		c->suspended = 0;
-		MHD_resume_connection(c->conn);
+		net_mhd.resume_connection(c->conn);
 	}
 }
 
@@ -307,17 +306,17 @@ static enum MHD_Result queue_body(struct MHD_Connection *conn, unsigned status, 
 				  const char *json, size_t len, const char *allow)
 {
 	struct MHD_Response *rs =
-		MHD_create_response_from_buffer(len, (void *)json, MHD_RESPMEM_MUST_COPY);
+		net_mhd.create_response_from_buffer(len, (void *)json, MHD_RESPMEM_MUST_COPY);
 	if (!rs)
 		return MHD_NO;
-	MHD_add_response_header(rs, "Content-Type", ctype ? ctype : "application/json");
-	MHD_add_response_header(rs, "Cache-Control", "no-store");
+	net_mhd.add_response_header(rs, "Content-Type", ctype ? ctype : "application/json");
+	net_mhd.add_response_header(rs, "Cache-Control", "no-store");
 	if (status == 401)
-		MHD_add_response_header(rs, "WWW-Authenticate", "Bearer realm=\"ferry\"");
+		net_mhd.add_response_header(rs, "WWW-Authenticate", "Bearer realm=\"ferry\"");
 	if (allow)
-		MHD_add_response_header(rs, "Allow", allow);
-	enum MHD_Result q = MHD_queue_response(conn, status, rs);
-	MHD_destroy_response(rs);
+		net_mhd.add_response_header(rs, "Allow", allow);
+	enum MHD_Result q = net_mhd.queue_response(conn, status, rs);
+	net_mhd.destroy_response(rs);
 	return q;
 }
 
@@ -367,16 +366,16 @@ static enum MHD_Result answer_locked(struct net_call *c, struct MHD_Connection *
 		return queue_body(conn, c->status, c->ctype, c->json ? c->json : "", c->jlen, NULL);
 	}
 	if (c->begun) {
-		struct MHD_Response *rs = MHD_create_response_from_callback(
+		struct MHD_Response *rs = net_mhd.create_response_from_callback(
 			MHD_SIZE_UNKNOWN, STREAM_BLOCK, content_reader, c, content_done);
 		if (!rs)
 			return MHD_NO;
 		c->refs++; /* the response's */
-		MHD_add_response_header(rs, "Content-Type", "application/x-ferry-stream");
-		MHD_add_response_header(rs, "Cache-Control", "no-store");
+		net_mhd.add_response_header(rs, "Content-Type", "application/x-ferry-stream");
+		net_mhd.add_response_header(rs, "Cache-Control", "no-store");
 		c->state = CS_ANSWERED;
-		enum MHD_Result q = MHD_queue_response(conn, 200, rs);
-		MHD_destroy_response(rs);
+		enum MHD_Result q = net_mhd.queue_response(conn, 200, rs);
+		net_mhd.destroy_response(rs);
 		return q;
 	}
 	return MHD_YES;
@@ -431,7 +430,7 @@ static size_t unescape_none(void *cls, struct MHD_Connection *c, char *s)
 static void peer_text(struct MHD_Connection *conn, char *out, size_t n)
 {
 	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		net_mhd.get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	char host[INET6_ADDRSTRLEN] = "?";
 	unsigned port = 0;
 	if (ci && ci->client_addr) {
@@ -451,8 +450,8 @@ static void peer_text(struct MHD_Connection *conn, char *out, size_t n)
 
 static int has_body(struct MHD_Connection *conn)
 {
-	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
-	const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Transfer-Encoding");
+	const char *cl = net_mhd.lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+	const char *te = net_mhd.lookup_connection_value(conn, MHD_HEADER_KIND, "Transfer-Encoding");
 	if (te)
 		return 1;
 	if (cl) {
@@ -472,7 +471,7 @@ static enum MHD_Result first_call(struct net_server *s, struct MHD_Connection *c
 	unsigned status = 0;
 	const char *allow = NULL;
 	peer_text(conn, peer, sizeof peer);
-	MHD_get_connection_values(conn, MHD_HEADER_KIND, scan_header, &hs);
+	net_mhd.get_connection_values(conn, MHD_HEADER_KIND, scan_header, &hs);
 	if (hs.too_long || strlen(url) > NET_LINE_MAX)
 		return refuse(s, conn, peer, method, "-", 413, "a header or the request line is longer "
 			      "than 8192 bytes", NULL);
@@ -482,7 +481,7 @@ static enum MHD_Result first_call(struct net_server *s, struct MHD_Connection *c
 	if (stopping)
 		return refuse(s, conn, peer, method, url, 503, "the server is stopping", NULL);
 	/* the token first: without a valid one nothing else is looked at */
-	const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+	const char *auth = net_mhd.lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
 	struct net_token tok;
 	int found = 0;
 	if (auth && !strncasecmp(auth, "Bearer ", 7)) {
@@ -501,7 +500,7 @@ static enum MHD_Result first_call(struct net_server *s, struct MHD_Connection *c
 		return refuse(s, conn, peer, method, url, 401,
 			      auth ? "unknown or malformed token" : "a bearer token is required", NULL);
 	memset(&args, 0, sizeof args);
-	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
+	net_mhd.get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
 	if (args.more)
 		return refuse(s, conn, peer, method, url, 413, "more than 16 query parameters", NULL);
 	struct net_call *c = calloc(1, sizeof *c);
@@ -580,7 +579,7 @@ static enum MHD_Result first_call(struct net_server *s, struct MHD_Connection *c
 	*con_cls = c;
 	c->state = CS_HEAD;
 	c->suspended = 1;
-	MHD_suspend_connection(conn);
+	net_mhd.suspend_connection(conn);
 	pthread_mutex_unlock(&c->mu);
 	return MHD_YES;
 fail:
@@ -613,7 +612,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 			c->state = CS_BODY;
 		} else {
 			c->suspended = 1;
-			MHD_suspend_connection(conn);
+			net_mhd.suspend_connection(conn);
 		}
 		break;
 	case CS_BODY:
@@ -646,7 +645,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *conn, co
 			q = answer_locked(c, conn);
 		} else {
 			c->suspended = 1;
-			MHD_suspend_connection(conn);
+			net_mhd.suspend_connection(conn);
 		}
 		break;
 	default:
@@ -757,6 +756,8 @@ int net_server_start(const struct net_server_opts *o, struct net_server **out)
 		return ferry_err(FERR_INVAL, "1 to %d listen addresses", LISTEN_MAX);
 	if (!o->tls_cert != !o->tls_key)
 		return ferry_err(FERR_INVAL, "--tls-cert and --tls-key go together");
+	if ((r = net_mhd_load()) < 0) /* before any daemon: every callback uses net_mhd */
+		return r;
 	if (!(s = calloc(1, sizeof *s)))
 		return ferry_err(FERR_NOMEM, "starting the server");
 	s->o = *o;
@@ -783,7 +784,7 @@ int net_server_start(const struct net_server_opts *o, struct net_server **out)
 		if ((r = io_read_file(o->tls_cert, (size_t)1 << 20, &s->cert, &len)) < 0 ||
 		    (r = io_read_file(o->tls_key, (size_t)1 << 20, &s->key, &len)) < 0)
 			goto fail;
-		if (!MHD_is_feature_supported(MHD_FEATURE_TLS)) {
+		if (!net_mhd.is_feature_supported(MHD_FEATURE_TLS)) {
 			r = ferry_err(FERR_UNSUPPORTED, "this libmicrohttpd has no TLS");
 			goto fail;
 		}
@@ -817,7 +818,7 @@ int net_server_start(const struct net_server_opts *o, struct net_server **out)
 		s->startmsg[0] = 0;
 		pthread_mutex_unlock(&s->mu);
 		errno = 0;
-		s->d[i] = MHD_start_daemon(flags, 0, NULL, NULL, access_handler, s, MHD_OPTION_ARRAY,
+		s->d[i] = net_mhd.start_daemon(flags, 0, NULL, NULL, access_handler, s, MHD_OPTION_ARRAY,
 					   opts, MHD_OPTION_END);
 		int e = errno;
 		pthread_mutex_lock(&s->mu);
@@ -833,7 +834,7 @@ int net_server_start(const struct net_server_opts *o, struct net_server **out)
 		}
 		s->nd = i + 1;
 		s->quiesced[i] = MHD_INVALID_SOCKET;
-		const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d[i], MHD_DAEMON_INFO_BIND_PORT);
+		const union MHD_DaemonInfo *di = net_mhd.get_daemon_info(s->d[i], MHD_DAEMON_INFO_BIND_PORT);
 		s->port[i] = di ? di->port : 0;
 	}
 	*out = s;
@@ -870,7 +871,7 @@ void net_server_stop(struct net_server *s)
 	s->stopping = 1;
 	pthread_mutex_unlock(&s->mu);
 	for (size_t i = 0; i < s->nd; i++)
-		s->quiesced[i] = MHD_quiesce_daemon(s->d[i]);
+		s->quiesced[i] = net_mhd.quiesce_daemon(s->d[i]);
 	pthread_mutex_lock(&s->mu);
 	for (struct net_call *c = s->calls; c; c = c->next) {
 		if (c->body)
@@ -882,7 +883,7 @@ void net_server_stop(struct net_server *s)
 		pthread_cond_wait(&s->cv, &s->mu);
 	pthread_mutex_unlock(&s->mu);
 	for (size_t i = 0; i < s->nd; i++) {
-		MHD_stop_daemon(s->d[i]);
+		net_mhd.stop_daemon(s->d[i]);
 		if (s->quiesced[i] != MHD_INVALID_SOCKET)
 			close(s->quiesced[i]);
 	}
