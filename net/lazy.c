@@ -51,6 +51,15 @@ static void *lazy_sym(struct lazy_lib *L, void *h, const char *name)
 	return f;
 }
 
+/* Runs LOAD for L once per process; its result, the message naming WHAT. */
+static int lazy_once(struct lazy_lib *L, void (*load)(void), const char *what)
+{
+	pthread_once(&L->once, load);
+	if (L->rc)
+		return ferry_err(-L->rc, "%s: %s", what, L->msg);
+	return 0;
+}
+
 /* Fills one member of API from h; leaves the loader at the first miss (the
  * handle stays open: nothing will use it, and it costs no more). POSIX
  * makes dlsym's pointer callable as the function's type. */
@@ -75,10 +84,7 @@ static void curl_load(void)
 
 int net_curl_load(void)
 {
-	pthread_once(&curl_lib.once, curl_load);
-	if (curl_lib.rc)
-		return ferry_err(-curl_lib.rc, "libcurl: %s", curl_lib.msg);
-	return 0;
+	return lazy_once(&curl_lib, curl_load, "libcurl");
 }
 
 struct net_mhd_api net_mhd;
@@ -96,8 +102,5 @@ static void mhd_load(void)
 
 int net_mhd_load(void)
 {
-	pthread_once(&mhd_lib.once, mhd_load);
-	if (mhd_lib.rc)
-		return ferry_err(-mhd_lib.rc, "libmicrohttpd: %s", mhd_lib.msg);
-	return 0;
+	return lazy_once(&mhd_lib, mhd_load, "libmicrohttpd");
 }
