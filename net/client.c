@@ -90,7 +90,7 @@ static void see_status(struct xfer *x)
 	if (x->status_seen)
 		return;
 	long code = 0;
-	net_curl.easy_getinfo(x->c->h, CURLINFO_RESPONSE_CODE, &code);
+	net_curl_getinfo(x->c->h, CURLINFO_RESPONSE_CODE, &code);
 	x->status = code;
 	x->status_seen = 1;
 }
@@ -168,39 +168,39 @@ int net_client_request(struct net_client *c, const char *method, const char *pat
 		hdr = h2;
 	if (rd && (h2 = net_curl.slist_append(hdr, "Content-Type: application/x-ferry-stream")))
 		hdr = h2;
-	net_curl.easy_setopt(h, CURLOPT_URL, url);
-	net_curl.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	net_curl.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	net_curl.easy_setopt(h, CURLOPT_ERRORBUFFER, err);
-	net_curl.easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	net_curl.easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
-	net_curl.easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	net_curl.easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)c->o.timeout);
-	net_curl.easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-	net_curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
-	net_curl.easy_setopt(h, CURLOPT_WRITEDATA, &x);
-	net_curl.easy_setopt(h, CURLOPT_USERAGENT, "ferry/1");
+	net_curl_setopt(h, CURLOPT_URL, url);
+	net_curl_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	net_curl_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	net_curl_setopt(h, CURLOPT_ERRORBUFFER, err);
+	net_curl_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	net_curl_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
+	net_curl_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	net_curl_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)c->o.timeout);
+	net_curl_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	net_curl_setopt(h, CURLOPT_WRITEFUNCTION, (curl_write_callback){on_write});
+	net_curl_setopt(h, CURLOPT_WRITEDATA, &x);
+	net_curl_setopt(h, CURLOPT_USERAGENT, "ferry/1");
 	if (c->cacert)
-		net_curl.easy_setopt(h, CURLOPT_CAINFO, c->cacert);
+		net_curl_setopt(h, CURLOPT_CAINFO, c->cacert);
 	if (c->o.limit_rate) {
-		net_curl.easy_setopt(h, CURLOPT_MAX_SEND_SPEED_LARGE, (curl_off_t)c->o.limit_rate);
-		net_curl.easy_setopt(h, CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)c->o.limit_rate);
+		net_curl_setopt(h, CURLOPT_MAX_SEND_SPEED_LARGE, (curl_off_t)c->o.limit_rate);
+		net_curl_setopt(h, CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)c->o.limit_rate);
 	}
 	if (c->o.progress) {
-		net_curl.easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-		net_curl.easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-		net_curl.easy_setopt(h, CURLOPT_XFERINFODATA, &x);
+		net_curl_setopt(h, CURLOPT_NOPROGRESS, 0L);
+		net_curl_setopt(h, CURLOPT_XFERINFOFUNCTION, (curl_xferinfo_callback){on_progress});
+		net_curl_setopt(h, CURLOPT_XFERINFODATA, &x);
 	}
 	if (!strcmp(method, "PUT")) {
 		if (!rd) {
 			r = ferry_err(FERR_INVAL, "PUT without a body");
 			goto out;
 		}
-		net_curl.easy_setopt(h, CURLOPT_UPLOAD, 1L);
-		net_curl.easy_setopt(h, CURLOPT_READFUNCTION, on_read);
-		net_curl.easy_setopt(h, CURLOPT_READDATA, &x);
+		net_curl_setopt(h, CURLOPT_UPLOAD, 1L);
+		net_curl_setopt(h, CURLOPT_READFUNCTION, (curl_read_callback){on_read});
+		net_curl_setopt(h, CURLOPT_READDATA, &x);
 	} else if (!strcmp(method, "DELETE")) {
-		net_curl.easy_setopt(h, CURLOPT_CUSTOMREQUEST, "DELETE");
+		net_curl_setopt(h, CURLOPT_CUSTOMREQUEST, "DELETE");
 	} else if (strcmp(method, "GET")) {
 		r = ferry_err(FERR_INVAL, "method %s", method);
 		goto out;
