@@ -16,31 +16,41 @@ static int job_run(void *jv, void *ctx)
 {
 	struct job *j = jv;
 	struct cap *c = ctx;
-	for (unsigned i = 0; i < j->n; i++) {
-		struct item *it = &j->items[i];
-		if (it->kind != JOB_DATA)
-			continue;
-		struct cfile *f = it->f;
-		it->known = 0;
-		uint8_t h[FERRY_HASH_LEN];
-		int hashed = 0;
-		if (f->old && it->rec < f->nold && f->old_len[it->rec] == it->len) {
-			hash_blake2b(h, j->data + it->off, it->len);
-			hashed = 1;
-			if (!memcmp(h, f->old[it->rec], FERRY_HASH_LEN)) {
-				memcpy(it->blk.hash, h, FERRY_HASH_LEN);
-				it->known = 1;
+	struct store_block_in in[STORE_PRECHECK_MAX];
+	struct store_block_bufs bb[STORE_PRECHECK_MAX];
+	uint8_t hashes[STORE_PRECHECK_MAX][FERRY_HASH_LEN];
+	struct item *at[STORE_PRECHECK_MAX];
+	unsigned i = 0;
+	while (i < j->n) {
+		/* the next data records, hashed together (eight at a time) */
+		size_t k = 0;
+		for (; i < j->n && k < STORE_PRECHECK_MAX; i++) {
+			struct item *it = &j->items[i];
+			if (it->kind != JOB_DATA)
+				continue;
+			at[k] = it;
+			in[k] = (struct store_block_in){.codec = {CODEC_OFF, 0},
+							.payload = j->data + it->off,
+							.psize = it->len, .lsize = it->len};
+			bb[k] = (struct store_block_bufs){NULL, 0, j->scratch + it->off, it->len};
+			k++;
+		}
+		store_block_precheck(in, bb, k, hashes);
+		for (size_t q = 0; q < k; q++) {
+			struct item *it = at[q];
+			struct cfile *f = it->f;
+			/* a record as it was in the snapshot before is known */
+			it->known = in[q].hash && f->old && it->rec < f->nold &&
+				    f->old_len[it->rec] == it->len &&
+				    !memcmp(in[q].hash, f->old[it->rec], FERRY_HASH_LEN);
+			if (it->known) {
+				memcpy(it->blk.hash, in[q].hash, FERRY_HASH_LEN);
 				continue;
 			}
+			int r = store_block_rule(&in[q], c->policy, STORE_ZERO_HOLE, &bb[q], &it->blk);
+			if (r < 0)
+				return r;
 		}
-		/* (a record hashed for the comparison is not hashed again) */
-		struct store_block_in in = {.codec = {CODEC_OFF, 0}, .payload = j->data + it->off,
-					    .psize = it->len, .lsize = it->len,
-					    .hash = hashed ? h : NULL, .checked = 1};
-		struct store_block_bufs b = {NULL, 0, j->scratch + it->off, it->len};
-		int r = store_block_rule(&in, c->policy, STORE_ZERO_HOLE, &b, &it->blk);
-		if (r < 0)
-			return r;
 	}
 	return 0;
 }

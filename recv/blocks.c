@@ -9,22 +9,34 @@
 /* On a worker: each block goes through the storage rule for the
  * dataset's codec; a block a node names is stored even when all zero (a
  * capture would have made it a hole). A logical block's content, and an
- * encoded one once decoded, is checked against its hash here, once. The
- * job's nok says how many blocks passed before a failure. */
+ * encoded one once decoded, is checked against its hash here, once
+ * (store_block_precheck: up to STORE_PRECHECK_MAX blocks' hashes at a
+ * time). The job's nok says how many blocks passed before a failure. */
 static int job_run(void *job, void *ctx)
 {
 	struct rjob *j = job;
-	for (unsigned i = 0; i < j->n; i++) {
-		struct rblk *b = &j->it[i];
-		struct store_block_in in = {.codec = b->in, .payload = j->data + b->off,
-					    .psize = b->psize, .lsize = b->lsize, .hash = b->hash,
-					    .tried = b->tried};
-		size_t bound = codec_bound(b->lsize);
-		struct store_block_bufs bb = {j->s1 + b->soff, bound, j->s2 + b->soff, bound};
-		int rc = store_block_rule(&in, b->c, STORE_ZERO_ENCODE, &bb, &b->blk);
-		if (rc < 0) {
-			j->nok = i;
-			return rc;
+	struct store_block_in in[STORE_PRECHECK_MAX];
+	struct store_block_bufs bb[STORE_PRECHECK_MAX];
+	uint8_t hashes[STORE_PRECHECK_MAX][FERRY_HASH_LEN];
+	for (unsigned i0 = 0; i0 < j->n; i0 += STORE_PRECHECK_MAX) {
+		unsigned k = j->n - i0 < STORE_PRECHECK_MAX ? j->n - i0 : STORE_PRECHECK_MAX;
+		for (unsigned q = 0; q < k; q++) {
+			struct rblk *b = &j->it[i0 + q];
+			size_t bound = codec_bound(b->lsize);
+			in[q] = (struct store_block_in){.codec = b->in, .payload = j->data + b->off,
+							.psize = b->psize, .lsize = b->lsize,
+							.hash = b->hash, .tried = b->tried};
+			bb[q] = (struct store_block_bufs){j->s1 + b->soff, bound, j->s2 + b->soff, bound};
+		}
+		/* the hashes, eight at a time; then the rule, block by block */
+		store_block_precheck(in, bb, k, hashes);
+		for (unsigned q = 0; q < k; q++) {
+			struct rblk *b = &j->it[i0 + q];
+			int rc = store_block_rule(&in[q], b->c, STORE_ZERO_ENCODE, &bb[q], &b->blk);
+			if (rc < 0) {
+				j->nok = i0 + q;
+				return rc;
+			}
 		}
 	}
 	j->nok = j->n;
@@ -112,9 +124,10 @@ int recv_blocks_init(struct rcv *r)
 {
 	unsigned threads = pipeline_threads(r->o->threads);
 	/* job buffers grow on demand (recv_block_submit), up to RJOB_BYTES or
-	 * one block's bound */
+	 * one block's bound; a job on each worker and one being filled: what
+	 * is in flight (and what a quota sees late) stays at threads + 1 jobs */
 	r->cur = NULL;
-	return pipeline_new(&r->pl, threads, threads * 4, sizeof(struct rjob), &job_ops, r);
+	return pipeline_new(&r->pl, threads, threads + 1, sizeof(struct rjob), &job_ops, r);
 }
 
 int recv_block_submit(struct rcv *r, const struct stream_write *w, struct codec_spec c,

@@ -26,11 +26,13 @@ _Static_assert(KEY_LEN <= STORE_HSET_MEM_KEY_MAX && VKEY_LEN <= STORE_HSET_MEM_K
  * files costs a thread hand-off per job, not per block, and the jobs in
  * flight are of a like size (no worker idles behind one large block at
  * the head while the slots behind it are done). A block larger than
- * RJOB_BYTES goes alone. A job's buffers grow to what its blocks need, so
- * the slots hold no more than one-block jobs of the largest block did,
- * plus at most RJOB_ITEMS small blocks' worth. */
+ * RJOB_BYTES goes alone. A job's buffers grow to what its blocks need: a
+ * slot holds at most RJOB_BYTES, or the one block larger. RJOB_BYTES takes eight
+ * blocks of 128 KiB (8 x codec_bound 133,122 = 1,064,976 bytes; seven stay
+ * under the three quarters that send a job off), so that their hashes are
+ * computed together in hash_blake2b_many's eight lanes. */
 #define RJOB_ITEMS 16
-#define RJOB_BYTES ((size_t)128 << 10)
+#define RJOB_BYTES ((size_t)1280 << 10)
 struct rblk {
 	uint8_t hash[FERRY_HASH_LEN];
 	uint32_t lsize, psize;

@@ -161,6 +161,49 @@ static int rule_encoded(const struct store_block_in *in, struct codec_spec targe
 	return 0;
 }
 
+void store_block_precheck(struct store_block_in *in, const struct store_block_bufs *bufs,
+			  size_t k, uint8_t (*hashes)[FERRY_HASH_LEN])
+{
+	const void *p[STORE_PRECHECK_MAX] = {0};
+	size_t n[STORE_PRECHECK_MAX] = {0}, at[STORE_PRECHECK_MAX], m = 0;
+	uint8_t h[STORE_PRECHECK_MAX][FERRY_HASH_LEN];
+	for (size_t i = 0; i < k && m < STORE_PRECHECK_MAX; i++) {
+		struct store_block_in *x = &in[i];
+		const void *content;
+		if (x->lsize == 0 || x->lsize > STORE_BLOCK_MAX)
+			continue;
+		if (x->codec.id == CODEC_OFF) {
+			if ((x->hash && x->checked) || x->codec.level != 0 || x->psize != x->lsize)
+				continue;
+			content = x->payload;
+		} else {
+			/* rule_encoded's own checks, then its strict decode */
+			if (x->content || x->psize == 0 || x->psize > x->lsize || !x->hash ||
+			    bufs[i].dec_cap < x->lsize || !codec_valid(x->codec) ||
+			    codec_decode_strict(x->codec, x->payload, x->psize, bufs[i].dec,
+						x->lsize) < 0)
+				continue;
+			content = bufs[i].dec;
+		}
+		p[m] = content;
+		n[m] = x->lsize;
+		at[m++] = i;
+	}
+	hash_blake2b_many(h, p, n, m);
+	for (size_t q = 0; q < m; q++) {
+		struct store_block_in *x = &in[at[q]];
+		if (!x->hash) {
+			memcpy(hashes[at[q]], h[q], FERRY_HASH_LEN);
+			x->hash = hashes[at[q]];
+		} else if (ferry_memcmp_ct(h[q], x->hash, FERRY_HASH_LEN) != 0) {
+			continue; /* the rule finds it again, and says so */
+		}
+		x->checked = 1;
+		if (x->codec.id != CODEC_OFF)
+			x->content = p[q];
+	}
+}
+
 int store_block_rule(const struct store_block_in *in, struct codec_spec target,
 		     enum store_block_zero zero, const struct store_block_bufs *bufs,
 		     struct store_block *out)

@@ -641,6 +641,20 @@ struct store_block {
 int store_block_rule(const struct store_block_in *in, struct codec_spec target,
 		     enum store_block_zero zero, const struct store_block_bufs *bufs,
 		     struct store_block *out) FERRY_WUR;
+/* Does ahead of store_block_rule, for k blocks at once, the part that
+ * costs most: each block whose content the rule would hash (logical
+ * content without a hash or with one not checked, an encoded payload not
+ * decoded: decoded strictly into bufs[i].dec here) is hashed with the
+ * others, eight at a time (hash_blake2b_many). A block that passes is
+ * marked in in[i] (hash set, from hashes[i] when it had none, checked, its
+ * content given) so the rule does not do it again; a block that does not
+ * (sizes out of range, a payload that does not decode, a wrong hash) is
+ * left as it was, and the rule, applied to it in its turn, fails as it
+ * would have. hashes (k entries) must outlive the rule's calls. */
+void store_block_precheck(struct store_block_in *in, const struct store_block_bufs *bufs,
+			  size_t k, uint8_t (*hashes)[FERRY_HASH_LEN]);
+/* The most blocks worth one store_block_precheck: more only costs stack. */
+#define STORE_PRECHECK_MAX 32
 /* The rule for logical content src (hashed here), zero blocks as ZFS does;
  * scratch holds at least lsize bytes. */
 int store_block_prepare(struct codec_spec policy, const void *src, size_t lsize,

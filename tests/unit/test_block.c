@@ -204,6 +204,85 @@ static void test_encoded(void **state)
 	ferry_err_clear();
 }
 
+/* store_block_precheck, then the rule, gives what the rule alone gives,
+ * block for block: the same stored bytes, hash and verdict for logical
+ * content with and without a hash, encoded payloads kept and recompressed,
+ * and the same errors (same message) for a wrong hash, a payload that does
+ * not decode, and a size out of range; the hashes it computes are right. */
+#define PK 12
+static void test_precheck(void **state)
+{
+	(void)state;
+	static uint8_t src[PK][N], pay[PK][2 * N], d1[PK][2 * N], e1[PK][2 * N], d2[PK][2 * N],
+		e2[PK][2 * N];
+	uint8_t h[PK][FERRY_HASH_LEN], hashes[PK][FERRY_HASH_LEN];
+	struct store_block_in in[PK], in2[PK];
+	struct store_block_bufs b1[PK], b2[PK];
+	size_t len[PK];
+	for (int i = 0; i < PK; i++) {
+		len[i] = (size_t)(i % 3 == 0 ? N : 1000 + 977 * i);
+		for (size_t j = 0; j < len[i]; j++)
+			src[i][j] = i % 4 == 2 ? rnd[(j * 7 + (size_t)i) % N] : text[(j + (size_t)i) % N];
+		hash_blake2b(h[i], src[i], len[i]);
+		b1[i] = (struct store_block_bufs){d1[i], sizeof d1[i], e1[i], sizeof e1[i]};
+		b2[i] = (struct store_block_bufs){d2[i], sizeof d2[i], e2[i], sizeof e2[i]};
+		size_t ps = len[i];
+		struct codec_spec c = OFF;
+		if (i % 2 == 1) { /* encoded: lz4 (kept into lz4) or gzip-1 (recompressed) */
+			c = i % 4 == 1 ? LZ4 : GZ1;
+			assert_int_equal(codec_encode(c, src[i], len[i], pay[i], sizeof pay[i], &ps), 0);
+		} else {
+			memcpy(pay[i], src[i], len[i]);
+		}
+		in[i] = (struct store_block_in){.codec = c, .payload = pay[i], .psize = ps,
+						.lsize = len[i], .hash = i % 4 == 0 ? NULL : h[i]};
+	}
+	/* the bad ones: a wrong hash (logical, encoded), a payload that does
+	 * not decode, a size out of range */
+	uint8_t wrong[FERRY_HASH_LEN];
+	memcpy(wrong, h[2], sizeof wrong);
+	wrong[5] ^= 1;
+	in[2].hash = wrong;
+	in[5].hash = wrong;
+	pay[7][0] ^= 0xff;
+	pay[7][1] ^= 0xff;
+	in[10].lsize = 0;
+	memcpy(in2, in, sizeof in);
+	store_block_precheck(in2, b2, PK, hashes);
+	for (int i = 0; i < PK; i++) {
+		struct store_block o1, o2;
+		struct codec_spec target = i % 2 ? LZ4 : GZ7;
+		int r1 = store_block_rule(&in[i], target, STORE_ZERO_ENCODE, &b1[i], &o1);
+		char m1[256];
+		snprintf(m1, sizeof m1, "%s", r1 < 0 ? ferry_errmsg(r1) : "");
+		int r2 = store_block_rule(&in2[i], target, STORE_ZERO_ENCODE, &b2[i], &o2);
+		assert_int_equal(r1, r2);
+		if (r1 < 0) {
+			assert_string_equal(m1, ferry_errmsg(r2));
+			continue;
+		}
+		assert_memory_equal(o1.hash, h[i], FERRY_HASH_LEN);
+		assert_memory_equal(o2.hash, h[i], FERRY_HASH_LEN);
+		assert_int_equal(o1.how, o2.how);
+		assert_int_equal(o1.form, o2.form);
+		assert_true(codec_equal(o1.codec, o2.codec));
+		assert_int_equal(o1.psize, o2.psize);
+		assert_memory_equal(o1.payload, o2.payload, o1.psize);
+		if (i % 4 == 1)
+			assert_int_equal(o2.how, STORE_BLOCK_KEEP);
+		if (i % 4 == 3)
+			assert_int_equal(o2.how, STORE_BLOCK_RECODE);
+	}
+	/* which failed: exactly the four bad ones */
+	int failed = 0;
+	for (int i = 0; i < PK; i++) {
+		struct store_block o;
+		struct codec_spec target = i % 2 ? LZ4 : GZ7;
+		failed += store_block_rule(&in2[i], target, STORE_ZERO_ENCODE, &b2[i], &o) < 0;
+	}
+	assert_int_equal(failed, 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -211,6 +290,7 @@ int main(void)
 		cmocka_unit_test(test_zero_no_room),
 		cmocka_unit_test(test_hashes),
 		cmocka_unit_test(test_encoded),
+		cmocka_unit_test(test_precheck),
 	};
 	if (ferry_lib_init() < 0)
 		return 1;
