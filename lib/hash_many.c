@@ -168,12 +168,10 @@ static void many_avx512(uint8_t (*out)[FERRY_HASH_LEN], const void *const *p, co
 	}
 }
 
+/* (libgcc's CPU model, filled before main: a read, no race) */
 static int many_have_avx512(void)
 {
-	static int have = -1; /* a benign race: every thread finds the same */
-	if (have < 0)
-		have = __builtin_cpu_supports("avx512f") ? 1 : 0;
-	return have;
+	return __builtin_cpu_supports("avx512f");
 }
 #else
 static void many_avx512(uint8_t (*out)[FERRY_HASH_LEN], const void *const *p, const size_t *n,
