@@ -100,6 +100,21 @@ static int check_hash(const void *content, size_t lsize, const uint8_t hash[FERR
 	return 0;
 }
 
+/* The sizes a logical block must have (else rule_logical refuses it). */
+static int logical_sizes_ok(const struct store_block_in *in)
+{
+	return in->lsize > 0 && in->lsize <= STORE_BLOCK_MAX && in->codec.level == 0 &&
+	       in->psize == in->lsize;
+}
+
+/* The sizes an encoded block must have, and its hash (else rule_encoded
+ * refuses it); dec_cap: the room to decode it into, unless decoded. */
+static int encoded_sizes_ok(const struct store_block_in *in, size_t dec_cap)
+{
+	return in->lsize > 0 && in->lsize <= STORE_BLOCK_MAX && in->psize > 0 &&
+	       in->psize <= in->lsize && in->hash && (in->content || dec_cap >= in->lsize);
+}
+
 /* Logical content: hashed or checked, then encoded. */
 static int rule_logical(const struct store_block_in *in, struct codec_spec target,
 			enum store_block_zero zero, const struct store_block_bufs *b,
@@ -108,7 +123,7 @@ static int rule_logical(const struct store_block_in *in, struct codec_spec targe
 	int r;
 	if (in->lsize == 0 || in->lsize > STORE_BLOCK_MAX)
 		return ferry_err(FERR_INVAL, "block of %zu bytes", in->lsize);
-	if (in->codec.level != 0 || in->psize != in->lsize)
+	if (!logical_sizes_ok(in))
 		return ferry_err(FERR_CORRUPT, "raw block with psize %zu != lsize %zu", in->psize,
 				 in->lsize);
 	if (!in->hash)
@@ -135,8 +150,7 @@ static int rule_encoded(const struct store_block_in *in, struct codec_spec targe
 {
 	const void *content = in->content;
 	int r;
-	if (in->lsize == 0 || in->lsize > STORE_BLOCK_MAX || in->psize == 0 ||
-	    in->psize > in->lsize || !in->hash || (!content && b->dec_cap < in->lsize))
+	if (!encoded_sizes_ok(in, b->dec_cap))
 		return ferry_err(FERR_CORRUPT, "encoded block of %zu/%zu bytes", in->psize, in->lsize);
 	if (!codec_valid(in->codec))
 		return ferry_err(FERR_UNSUPPORTED, "unknown codec %u/%u", in->codec.id, in->codec.level);
@@ -170,16 +184,13 @@ void store_block_precheck(struct store_block_in *in, const struct store_block_bu
 	for (size_t i = 0; i < k && m < STORE_PRECHECK_MAX; i++) {
 		struct store_block_in *x = &in[i];
 		const void *content;
-		if (x->lsize == 0 || x->lsize > STORE_BLOCK_MAX)
-			continue;
 		if (x->codec.id == CODEC_OFF) {
-			if ((x->hash && x->checked) || x->codec.level != 0 || x->psize != x->lsize)
+			if ((x->hash && x->checked) || !logical_sizes_ok(x))
 				continue;
 			content = x->payload;
 		} else {
 			/* rule_encoded's own checks, then its strict decode */
-			if (x->content || x->psize == 0 || x->psize > x->lsize || !x->hash ||
-			    bufs[i].dec_cap < x->lsize || !codec_valid(x->codec) ||
+			if (x->content || !encoded_sizes_ok(x, bufs[i].dec_cap) || !codec_valid(x->codec) ||
 			    codec_decode_strict(x->codec, x->payload, x->psize, bufs[i].dec,
 						x->lsize) < 0)
 				continue;
