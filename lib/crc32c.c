@@ -1,8 +1,12 @@
 /* lib/crc32c.c — CRC-32C (Castagnoli), the stream's non-cryptographic
  * check of bytes whose content a BLAKE2b hash already names (version 2 of
- * docs/ferry-stream.5). The x86-64 crc32 instruction does 8 bytes a step;
- * elsewhere, or on a CPU without SSE4.2, a table does one byte a step. Both
- * give the same value (tests/unit/test_keep.c compares them). */
+ * docs/ferry-stream.5). The x86-64 crc32 instruction does 8 bytes a step,
+ * on three pieces of a long run at once (its latency is three steps), the
+ * three registers then joined by tables of the register's shift over a
+ * piece of zeros; elsewhere, or on a CPU without SSE4.2, a table does one
+ * byte a step. Both give the same value (tests/unit/test_keep.c compares
+ * them). */
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -35,7 +39,13 @@ static uint32_t crc_soft(uint32_t c, const uint8_t *p, size_t n)
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-__attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t c, const uint8_t *p, size_t n)
+/* The two piece lengths of the three-way runs: long ones while three
+ * remain, then short ones; the rest one word at a time. */
+#define CRC_LONG 8192
+#define CRC_SHORT 256
+
+/* One word at a time: the register after p[0..n), no inversion. */
+__attribute__((target("sse4.2"))) static uint32_t crc_hw1(uint32_t c, const uint8_t *p, size_t n)
 {
 	uint64_t c64 = c;
 
@@ -53,6 +63,77 @@ __attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t c, const uint8
 	while (n--)
 		c64 = __builtin_ia32_crc32qi((uint32_t)c64, *p++);
 	return (uint32_t)c64;
+}
+
+/* The register is linear over GF(2): run from c over a piece B it ends at
+ * shift(c, |B|) ^ run(0, B), where shift(c, L) is c run over L zero bytes,
+ * a 32 x 32 bit matrix kept as four tables of a byte each. */
+static uint32_t shift_long[4][256], shift_short[4][256];
+static pthread_once_t shift_once = PTHREAD_ONCE_INIT;
+
+static void shift_fill(uint32_t t[4][256], size_t len)
+{
+	static const uint8_t zeros[CRC_LONG];
+	uint32_t col[32];
+
+	for (int i = 0; i < 32; i++)
+		col[i] = crc_hw1(1u << i, zeros, len);
+	for (int k = 0; k < 4; k++)
+		for (unsigned b = 0; b < 256; b++) {
+			uint32_t v = 0;
+			for (int bit = 0; bit < 8; bit++)
+				if (b >> bit & 1)
+					v ^= col[8 * k + bit];
+			t[k][b] = v;
+		}
+}
+
+static void shift_init(void)
+{
+	shift_fill(shift_long, CRC_LONG);
+	shift_fill(shift_short, CRC_SHORT);
+}
+
+static uint32_t shift(const uint32_t t[4][256], uint32_t c)
+{
+	return t[0][c & 0xFF] ^ t[1][c >> 8 & 0xFF] ^ t[2][c >> 16 & 0xFF] ^ t[3][c >> 24];
+}
+
+/* Three runs of len bytes (a multiple of 8) at p, p + len and p + 2 len,
+ * interleaved, joined into the register over all 3 len bytes; t is
+ * shift(., len). */
+__attribute__((target("sse4.2"))) static uint32_t crc_hw3(uint32_t c, const uint8_t *p,
+							   size_t len, const uint32_t t[4][256])
+{
+	uint64_t c0 = c, c1 = 0, c2 = 0;
+	const uint8_t *end = p + len;
+
+	for (; p < end; p += 8) {
+		uint64_t w0, w1, w2;
+		memcpy(&w0, p, 8);
+		memcpy(&w1, p + len, 8);
+		memcpy(&w2, p + 2 * len, 8);
+		c0 = __builtin_ia32_crc32di(c0, w0);
+		c1 = __builtin_ia32_crc32di(c1, w1);
+		c2 = __builtin_ia32_crc32di(c2, w2);
+	}
+	return shift(t, shift(t, (uint32_t)c0) ^ (uint32_t)c1) ^ (uint32_t)c2;
+}
+
+__attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t c, const uint8_t *p, size_t n)
+{
+	if (n >= 3 * CRC_SHORT + 7) {
+		size_t a = (8 - ((uintptr_t)p & 7)) & 7;
+		c = crc_hw1(c, p, a);
+		p += a;
+		n -= a;
+		(void)pthread_once(&shift_once, shift_init);
+		for (; n >= 3 * CRC_LONG; p += 3 * CRC_LONG, n -= 3 * CRC_LONG)
+			c = crc_hw3(c, p, CRC_LONG, shift_long);
+		for (; n >= 3 * CRC_SHORT; p += 3 * CRC_SHORT, n -= 3 * CRC_SHORT)
+			c = crc_hw3(c, p, CRC_SHORT, shift_short);
+	}
+	return crc_hw1(c, p, n);
 }
 
 static int have_hw(void)

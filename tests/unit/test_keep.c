@@ -66,6 +66,19 @@ static void test_crc32c_fast_equals_table(void **state)
 							       buf + off + k, n - k), a);
 		}
 	assert_int_equal(crc32c_update(0, buf + 3, 69990), crc32c_update_portable(0, buf + 3, 69990));
+	/* around the edges of the three-way runs (3 x 256 and 3 x 8192
+	 * bytes, after up to 7 bytes to a word boundary) */
+	static const size_t edge[] = {760,   767,   768,   769,   775,   776,	  783,
+				      1535,  1536,  1537,  24575, 24576, 24577, 24583,
+				      24584, 25344, 25351, 49152, 49919, 49927, 69990};
+	for (size_t off = 0; off < 9; off++)
+		for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
+			size_t n = edge[i] < 70000 - off ? edge[i] : 70000 - off;
+			uint32_t a = crc32c_update_portable(0, buf + off, n);
+			assert_int_equal(crc32c_update(0, buf + off, n), a);
+			assert_int_equal(crc32c_update(crc32c_update(0, buf + off, n / 3),
+						       buf + off + n / 3, n - n / 3), a);
+		}
 	free(buf);
 }
 
