@@ -329,8 +329,19 @@ int send_blocks_drain(struct snd *s)
 	return s->pl ? pipeline_drain(s->pl) : 0;
 }
 
+/* The largest block whose check and storage rule for codec c run on the
+ * thread that walks rather than on a worker: a few tens of microseconds
+ * of lz4 (a 16 KiB block), of gzip (2 KiB), against the hand-off to a
+ * worker and back, which on two cores also preempts the walk. A stream
+ * of small files is mostly such blocks (session 19, docs/notes/http.md). */
+static uint32_t inline_max(struct codec_spec c)
+{
+	return c.id == CODEC_GZIP ? 2048 : 16384;
+}
+
 /* Reads block hash as stored and hands its check (and recompression) to
- * the pipeline, or, kept and vouched for by its pack's CRC, writes it. */
+ * the pipeline, or, kept and vouched for by its pack's CRC, writes it; a
+ * small one is checked (and recompressed) here. */
 static int pend_submit(struct snd *s, const uint8_t *hash, uint32_t lsize)
 {
 	struct sjob *j;
@@ -360,6 +371,16 @@ static int pend_submit(struct snd *s, const uint8_t *hash, uint32_t lsize)
 					 .psize = (uint32_t)j->in.len, .data = j->in.data};
 		memcpy(w.hash, hash, FERRY_HASH_LEN);
 		return put_write(s, &w);
+	}
+	if (lsize <= inline_max(j->to)) {
+		/* small: its check and rule cost less than a worker's hand-off
+		 * and wake-ups, so they run here; its WRITE, done, goes out now
+		 * or queues behind the blocks in flight */
+		if ((r = sjob_fn(j, s)) < 0)
+			return send_damage(s, hash, r);
+		if (behind_blocks(s))
+			return pipeline_submit_done(s->pl, j);
+		return put_write(s, &j->w);
 	}
 	return pipeline_submit(s->pl, j);
 }

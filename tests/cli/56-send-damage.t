@@ -61,4 +61,25 @@ rm -f "$T/src/sub/numbers"; echo x >"$T/src/sub/x"
 ferry snapshot plz4/other@x
 run sh -c "'$FERRY' send -c plz4/other@x >/dev/null"
 is "$rc" 0 "a snapshot that does not use the damaged block still sends"
+# a small block (a file of 1,500 bytes): with --compress its check and rule
+# run on the thread that walks, not on a worker (send/emit.c inline_max),
+# and its damage is reported the same way
+mkdir -p "$T/small"
+seq 1 1000 | head -c 1500 >"$T/small/tiny"
+ferry pool create -o compression=off psmall "$T/p/small"
+ferry create -o source="$T/small" psmall/fs
+ferry snapshot psmall/fs@a
+_row=$(sqlite3 "$T/p/small/catalog.db" "SELECT k.name, b.offset, b.psize FROM blocks b
+	JOIN packs k ON k.id = b.pack_id WHERE b.lsize = 1500")
+pk=${_row%%|*} _rest=${_row#*|}
+python3 - "$T/p/small/packs/$pk" $((${_rest%%|*} + 48 + 700)) <<'PY'
+import sys
+with open(sys.argv[1], 'r+b') as f:
+    f.seek(int(sys.argv[2])); b = f.read(1); f.seek(int(sys.argv[2])); f.write(bytes([b[0] ^ 0x5a]))
+PY
+for mode in "--compress=lz4" "-c --compress=gzip-1" "-c"; do
+	refused 1 "block [0-9a-f]{16} in pack '$pk' at offset [0-9]+ is damaged: .*; psmall/fs@a uses it in 'tiny'" \
+		"send $mode of a damaged small block fails, naming block, pack, offset and file" \
+		"$FERRY" send $mode psmall/fs@a
+done
 done_testing
