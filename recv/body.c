@@ -30,7 +30,7 @@ static int have_node(struct rcv *r, const uint8_t *hash, int *type)
 	if ((rc = store_hset_get(r->objs, key, sizeof key, &v)) != 0 ||
 	    (r->dry && (rc = store_hset_get(r->dry, key, sizeof key, &v)) != 0)) {
 		if (rc > 0)
-			*type = v;
+			*type = v & ~RECV_REACHED;
 		return rc;
 	}
 	return store_pnodes_has_node(r->pn, hash, type);
@@ -44,7 +44,7 @@ int recv_have_block(struct rcv *r, const uint8_t *hash, uint32_t *lsize)
 	if ((rc = store_hset_get(r->objs, key, sizeof key, &v)) != 0 ||
 	    (r->dry && (rc = store_hset_get(r->dry, key, sizeof key, &v)) != 0)) {
 		if (rc > 0)
-			*lsize = (uint32_t)v;
+			*lsize = (uint32_t)(v & ~RECV_REACHED);
 		return rc;
 	}
 	return store_pnodes_has_block(r->pn, hash, lsize);

@@ -17,6 +17,9 @@
 
 #define KEY_LEN (1 + FERRY_HASH_LEN)          /* 'N'/'B' + hash */
 #define VKEY_LEN (1 + FERRY_HASH_LEN + 8)     /* 'L' + hash + span */
+/* In an objs value (a node type, a block size of at most STREAM_BLOCK_MAX):
+ * the walk at END reached the object (recv/verify.c). */
+#define RECV_REACHED (1 << 30)
 /* every key of a receive's sets fits their memory part (store/xfer.c) */
 _Static_assert(KEY_LEN <= STORE_HSET_MEM_KEY_MAX && VKEY_LEN <= STORE_HSET_MEM_KEY_MAX,
 	       "a receive's set keys fit in memory");
@@ -73,8 +76,10 @@ struct rcv {
 	struct stream_source *in;
 	struct store_writer *w;
 	struct store_pnodes *pn;
-	struct store_hset *objs;    /* this substream's objects: 'N'/'B' + hash → type/lsize */
-	struct store_hset *seen;    /* walk: reached objects */
+	struct store_hset *objs;    /* this substream's objects: 'N'/'B' + hash → type/lsize,
+				     * | RECV_REACHED once the walk at END reached it */
+	struct store_hset *seen;    /* walk: the pool's blocks it referenced, the
+				     * blocklists and directories it walked */
 	struct store_hset *dry;     /* -n: objects of earlier substreams */
 	struct pipeline *pl;        /* the receive rule's workers */
 	struct rjob *cur;           /* the job being filled, not yet submitted */

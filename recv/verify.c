@@ -19,16 +19,16 @@
 
 #include "internal.h"
 
+/* Counts an object of the stream the walk reaches, once: its value in
+ * objs takes RECV_REACHED the first time. The pool's are not counted. */
 static int reach(struct rcv *r, char kind, const uint8_t *hash)
 {
 	uint8_t key[KEY_LEN];
 	int rc;
 	recv_key(key, kind, hash);
-	if ((rc = store_hset_add(r->seen, key, sizeof key, 0)) <= 0)
+	if ((rc = store_hset_mark(r->objs, key, sizeof key, RECV_REACHED, NULL)) < 0)
 		return rc;
-	if ((rc = store_hset_get(r->objs, key, sizeof key, NULL)) < 0)
-		return rc;
-	r->reached += (uint64_t)rc;
+	r->reached += rc == 1;
 	return 0;
 }
 
@@ -53,27 +53,31 @@ static int walk_block(struct rcv *r, const uint8_t *hash, uint64_t len)
 {
 	uint8_t key[KEY_LEN];
 	uint32_t ls = 0;
-	int rc, v = 0, in;
+	int rc, v = 0;
 	recv_key(key, 'B', hash);
+	/* a block of this stream: its size is in objs, and its first
+	 * reference counts it reached */
+	if ((rc = store_hset_mark(r->objs, key, sizeof key, RECV_REACHED, &v)) < 0)
+		return rc;
+	if (rc > 0) {
+		r->reached += rc == 1;
+		if ((uint64_t)(v & ~RECV_REACHED) != len)
+			return recv_hash_err(FERR_CORRUPT, "reference with the wrong size to block", hash);
+		return 0;
+	}
+	/* others must be in the pool (or, dry running, in an earlier
+	 * substream): looked up once, then referenced */
 	if ((rc = store_hset_get(r->seen, key, sizeof key, &v)) < 0)
 		return rc;
 	if (rc == 1)
 		return (uint64_t)v == len ? 0 : recv_hash_err(FERR_CORRUPT, "block referenced with two sizes", hash);
-	/* blocks of this stream were referenced as they came; others must be
-	 * in the pool (or, dry running, in an earlier substream) */
-	if ((in = store_hset_get(r->objs, key, sizeof key, &v)) < 0)
-		return in;
-	if (in) {
-		ls = (uint32_t)v;
-		r->reached++;
-	} else if ((rc = recv_have_block(r, hash, &ls)) <= 0) {
+	if ((rc = recv_have_block(r, hash, &ls)) <= 0)
 		return rc < 0 ? rc : recv_hash_err(FERR_CORRUPT, "dangling reference to block", hash);
-	}
 	if (ls != len)
 		return recv_hash_err(FERR_CORRUPT, "reference with the wrong size to block", hash);
 	if ((rc = store_hset_add(r->seen, key, sizeof key, (int)len)) < 0)
 		return rc;
-	if (!in && !r->dryrun && (rc = store_writer_ref(r->w, hash)) < 0)
+	if (!r->dryrun && (rc = store_writer_ref(r->w, hash)) < 0)
 		return rc;
 	return 0;
 }

@@ -297,11 +297,39 @@ static void hset_round(struct store_pool *p, uint32_t n, size_t len, int batch)
 	assert_int_equal(v, (int)((n - 1) % 1000));
 	assert_int_equal(store_hset_count(h, &c), 0);
 	assert_int_equal(c, n);
+	/* a mark: set once (1, the value before), then already set (2),
+	 * kept in the value, from memory and from the table; none for an
+	 * absent key (the keys checked below are left unmarked) */
+	for (uint32_t i = 5; i < n + 100; i += 89) {
+		if (i == n / 2 || i == n - 1)
+			continue;
+		keyof(k, i, len);
+		v = -1;
+		if (i >= n) {
+			assert_int_equal(store_hset_mark(h, k, len, 1 << 30, &v), 0);
+			assert_int_equal(store_hset_get(h, k, len, NULL), 0);
+			continue;
+		}
+		assert_int_equal(store_hset_mark(h, k, len, 1 << 30, &v), 1);
+		assert_int_equal(v, (int)(i % 1000));
+		assert_int_equal(store_hset_mark(h, k, len, 1 << 30, &v), 2);
+		assert_int_equal(v, (int)(i % 1000) | 1 << 30);
+		assert_int_equal(store_hset_mark(h, k, len, 1 << 29, NULL), 1);
+		assert_int_equal(store_hset_get(h, k, len, &v), 1);
+		assert_int_equal(v, (int)(i % 1000) | 3 << 29);
+	}
+	assert_int_equal(store_hset_count(h, &c), 0);
+	assert_int_equal(c, n);
 	/* a 64-byte key goes to the table; nothing is lost */
 	memset(k, 0x77, 64);
 	assert_int_equal(store_hset_add(h, k, 64, 9), 1);
 	assert_int_equal(store_hset_get(h, k, 64, &v), 1);
 	assert_int_equal(v, 9);
+	assert_int_equal(store_hset_mark(h, k, 64, 1 << 30, &v), 1);
+	assert_int_equal(v, 9);
+	assert_int_equal(store_hset_mark(h, k, 64, 1 << 30, &v), 2);
+	assert_int_equal(store_hset_get(h, k, 64, &v), 1);
+	assert_int_equal(v, 9 | 1 << 30);
 	keyof(k, n / 2, len);
 	assert_int_equal(store_hset_get(h, k, len, &v), 1);
 	assert_int_equal(v, (int)((n / 2) % 1000));
