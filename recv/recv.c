@@ -198,6 +198,7 @@ int recv_run(struct store_pool *p, const char *target, struct stream_source *in,
 	if ((rc = stream_decoder_new(&r.dec)) < 0 || (rc = store_writer_new(p, &r.w)) < 0 ||
 	    (rc = store_pnodes_new(p, &r.pn)) < 0 || (rc = recv_blocks_init(&r)) < 0)
 		goto out;
+	store_writer_drop_cache(r.w);
 	/* every block's content is checked against its hash on the workers
 	 * (the storage rule), once; the decoder need not do it again */
 	stream_decoder_defer_block_hashes(r.dec);

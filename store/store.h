@@ -719,6 +719,12 @@ void store_writer_pause(struct store_writer *w);
  * rows for the writer's end instead of clearing them (a walk of every TEMP
  * page), so the writer must only be freed after that commit. */
 void store_writer_last(struct store_writer *w);
+/* Says the writer's packs will not be read again soon (a receive's): as
+ * each early and final fsync of a pack is done, its pages leave the page
+ * cache, so a receive of any size holds a few tens of MiB of it rather
+ * than all it wrote. A capture's packs are read by the send that usually
+ * follows it and stay. */
+void store_writer_drop_cache(struct store_writer *w);
 /* 0 while the writer's pending rows are whole; else the (sticky) error of
  * a batch the catalogue rolled back by itself after a failed statement:
  * nothing pending may then be committed or saved as a partial receive. */

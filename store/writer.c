@@ -66,6 +66,7 @@ struct flush_job {
  * changes until the syncer is drained. */
 struct sync_job {
 	int fd;
+	int drop;            /* store_writer_drop_cache: fsynced pages leave the cache */
 	char pack[32];
 	const struct wpack *packs;
 	size_t npacks;
@@ -88,6 +89,7 @@ struct store_writer {
 	int in_batch;
 	unsigned batch_ops;
 	int last;            /* store_writer_last: the next commit is the last one */
+	int drop_cache;      /* store_writer_drop_cache */
 	int counted;         /* in catvfs_writers */
 	int act;             /* in the pool's activity record (act_begin) */
 	uint64_t blocks, bytes;
@@ -150,12 +152,16 @@ static int sync_run(void *jv, void *ctx)
 	int r;
 	if (!j->npacks) {
 		snprintf(what, sizeof what, "pack '%s'", j->pack);
-		return io_fsync(j->fd, what);
+		if ((r = io_fsync(j->fd, what)) == 0 && j->drop)
+			(void)posix_fadvise(j->fd, 0, 0, POSIX_FADV_DONTNEED);
+		return r;
 	}
 	for (size_t i = 0; i < j->npacks; i++) {
 		snprintf(what, sizeof what, "pack '%s'", j->packs[i].name);
 		if ((r = io_fsync(j->packs[i].fd, what)) < 0)
 			return r;
+		if (j->drop)
+			(void)posix_fadvise(j->packs[i].fd, 0, 0, POSIX_FADV_DONTNEED);
 	}
 	return io_fsync_dir(j->dir);
 }
@@ -450,6 +456,7 @@ static int sync_early(struct store_writer *w, size_t n)
 		return r;
 	struct sync_job *j = jv;
 	j->fd = w->packs[w->cur].fd;
+	j->drop = w->drop_cache;
 	snprintf(j->pack, sizeof j->pack, "%s", w->packs[w->cur].name);
 	j->npacks = 0;
 	w->unsynced = 0;
@@ -712,6 +719,11 @@ void store_writer_last(struct store_writer *w)
 	w->last = 1;
 }
 
+void store_writer_drop_cache(struct store_writer *w)
+{
+	w->drop_cache = 1;
+}
+
 void store_writer_counters(const struct store_writer *w, uint64_t *blocks, uint64_t *bytes)
 {
 	*blocks = w->blocks;
@@ -741,6 +753,7 @@ static int sync_packs_start(struct store_writer *w)
 	struct sync_job *j = jv;
 	j->packs = w->packs;
 	j->npacks = w->npacks;
+	j->drop = w->drop_cache;
 	if (snprintf(j->dir, sizeof j->dir, "%s/%s", w->p->path, PACK_DIR) >= (int)sizeof j->dir) {
 		j->npacks = 0; /* not submitted: the slot is handed out again */
 		return ferry_err(FERR_LIMIT, "pool path '%s' is too long", w->p->path);
