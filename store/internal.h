@@ -347,6 +347,13 @@ void writer_forget(struct store_writer *w);
  * refuses). */
 struct store_pool *writer_pool(const struct store_writer *w);
 int writer_batch_op(struct store_writer *w) FERRY_WUR;
+/* writer.c, for refs.c, xfer.c and the commit: a block the writer stored
+ * (temp.w_new) is one the snapshot being written references, but the put
+ * leaves its row in temp.w_refs to this one statement, which whatever
+ * reads w_refs runs first (one INSERT ... SELECT instead of one statement
+ * per block on the thread that orders them). Idempotent; inside the
+ * caller's transaction or the writer's batch. */
+int writer_refs_stored(struct store_writer *w) FERRY_WUR;
 /* reader.c, for reader.c and xfer.c: the node row st of pool p just
  * stepped to (columns type, data) into out and *type, checked (type 1-4,
  * at most NODE_MAX bytes, content matching hash); resets st. A directory

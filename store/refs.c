@@ -463,7 +463,8 @@ int store_writer_refs_since(struct store_writer *w, int64_t base_id,
 	x.is_new = is_new;
 	x.arg = arg;
 	fbuf_init(&x.nb, NODE_MAX);
-	if ((r = writer_batch_op(w)) < 0 || (r = cat_exec(p, temp_schema)) < 0)
+	if ((r = writer_batch_op(w)) < 0 || (r = cat_exec(p, temp_schema)) < 0 ||
+	    (r = writer_refs_stored(w)) < 0)
 		goto out;
 	if ((r = cat_prepare(p, "SELECT type, data FROM main.nodes WHERE hash = ?", &x.st_main)) < 0 ||
 	    (r = cat_prepare(p, "SELECT type, data FROM temp.w_nodes WHERE hash = ?", &x.st_tmp)) < 0 ||
@@ -560,9 +561,12 @@ int store_writer_nrefs(struct store_writer *w, uint64_t *n)
 {
 	sqlite3_stmt *st = NULL;
 	struct store_pool *p = writer_pool(w);
+	int r = writer_refs_stored(w);
+	if (r < 0)
+		return r;
 	/* a change to the base (see above): the base's blocks, plus the
 	 * writer's it lacks, less those gone */
-	int r = cat_prepare(p, p->life_base
+	r = cat_prepare(p, p->life_base
 				   ? "SELECT (SELECT count(*) FROM ds_refs WHERE ds_id = ?1 AND died IS NULL)"
 				     " + (SELECT count(*) FROM temp.w_refs f WHERE NOT EXISTS (SELECT 1"
 				     "  FROM main.blocks b JOIN ds_refs x ON x.ds_id = ?1 AND"

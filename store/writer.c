@@ -631,7 +631,16 @@ static int writer_put(struct store_writer *w, const struct store_block *b, int *
 	w->bytes += need;
 	if (stored)
 		*stored = 1;
-	return add_ref(w, b->hash, b->codec);
+	return 0; /* its reference: writer_refs_stored */
+}
+
+int writer_refs_stored(struct store_writer *w)
+{
+	int r;
+	if ((r = batch_op(w)) < 0)
+		return r;
+	return cat_exec(w->p, "INSERT OR IGNORE INTO temp.w_refs(hash, codec, level)"
+			      " SELECT hash, codec, level FROM temp.w_new");
 }
 
 int store_writer_ref(struct store_writer *w, const uint8_t hash[FERRY_HASH_LEN])
@@ -928,6 +937,7 @@ int store_writer_commit_snapshot(struct store_writer *w, const struct store_ds *
 	if ((r = snap_name_free(p, ds, name, full)) < 0 || (r = writer_record_packs(w)) < 0 ||
 	    (r = cat_exec(p, "INSERT OR IGNORE INTO main.nodes(hash, type, data)"
 			     " SELECT hash, type, data FROM temp.w_nodes")) < 0 ||
+	    (r = writer_refs_stored(w)) < 0 ||
 	    (r = snap_record(p, ds, name, root, guid, creation_ns, &id)) < 0) {
 		store_tx_rollback(p);
 		return sync_wait_keeping(w, r);

@@ -586,7 +586,7 @@ int store_partial_save(struct store_writer *w, struct store_pool *p, const char 
 	store_writer_pause(w);
 	if ((r = store_tx_begin(p)) < 0)
 		return r;
-	if ((r = writer_persist(w)) < 0)
+	if ((r = writer_persist(w)) < 0 || (r = writer_refs_stored(w)) < 0)
 		goto fail;
 	if ((r = exec_ds(p, "DELETE FROM recv_partial WHERE ds = ?1", ds, "saving a partial receive")) < 0 ||
 	    (r = exec_ds(p, "DELETE FROM recv_partial_objs WHERE ds = ?1", ds,
