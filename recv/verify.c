@@ -19,16 +19,27 @@
 
 #include "internal.h"
 
-/* Counts an object of the stream the walk reaches, once: its value in
- * objs takes RECV_REACHED the first time. The pool's are not counted. */
+/* 1 the first time the walk reaches key, a stream object, else 0 (also
+ * for a key not in objs). Its value in objs takes RECV_REACHED, or, for a
+ * key objs keeps in its table, the key goes into seen (store_hset_mark). */
+static int first_reach(struct rcv *r, const uint8_t *key)
+{
+	int rc = store_hset_mark(r->objs, key, KEY_LEN, RECV_REACHED, NULL);
+	if (rc == 3)
+		return store_hset_add(r->seen, key, KEY_LEN, 0);
+	return rc < 0 ? rc : rc == 1;
+}
+
+/* Counts an object of the stream the walk reaches, once. The pool's are
+ * not counted. */
 static int reach(struct rcv *r, char kind, const uint8_t *hash)
 {
 	uint8_t key[KEY_LEN];
 	int rc;
 	recv_key(key, kind, hash);
-	if ((rc = store_hset_mark(r->objs, key, sizeof key, RECV_REACHED, NULL)) < 0)
+	if ((rc = first_reach(r, key)) < 0)
 		return rc;
-	r->reached += rc == 1;
+	r->reached += (uint64_t)rc;
 	return 0;
 }
 
@@ -60,7 +71,10 @@ static int walk_block(struct rcv *r, const uint8_t *hash, uint64_t len)
 	if ((rc = store_hset_mark(r->objs, key, sizeof key, RECV_REACHED, &v)) < 0)
 		return rc;
 	if (rc > 0) {
-		r->reached += rc == 1;
+		int first = rc == 1;
+		if (rc == 3 && (first = store_hset_add(r->seen, key, sizeof key, 0)) < 0)
+			return first; /* in objs' table: seen remembers it */
+		r->reached += (uint64_t)first;
 		if ((uint64_t)(v & ~RECV_REACHED) != len)
 			return recv_hash_err(FERR_CORRUPT, "reference with the wrong size to block", hash);
 		return 0;

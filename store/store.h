@@ -1005,9 +1005,13 @@ int store_hset_add(struct store_hset *s, const void *key, size_t len, int val) F
 int store_hset_get(struct store_hset *s, const void *key, size_t len, int *val) FERRY_WUR;
 /* 1 when key was there and is removed, else 0. */
 int store_hset_del(struct store_hset *s, const void *key, size_t len) FERRY_WUR;
-/* Sets bit (one bit, > 0, that the caller's values leave free) in key's
- * value: 1 when it was clear, 2 when it was set already, each with the
- * value before in *val (may be NULL); 0 when key is not there. */
+/* Sets bit (one bit, > 0, that the caller's values leave free) in the
+ * value of a key the set holds in memory: 1 when it was clear, 2 when it
+ * was set already, each with the value before in *val (may be NULL). 3
+ * with *val for a key in the set's table, which is not marked (an UPDATE
+ * there would copy each page it changes into the open transaction's
+ * journal, in memory: 80 MB for a 1,000,000-file receive): the caller
+ * keeps its own record of it. 0 when key is not there. */
 int store_hset_mark(struct store_hset *s, const void *key, size_t len, int bit,
 		    int *val) FERRY_WUR;
 int store_hset_count(struct store_hset *s, uint64_t *n) FERRY_WUR;

@@ -52,7 +52,7 @@ struct store_hset {
 	int batch;     /* wrap inserts in our own transactions (no writer open) */
 	int in_tx;
 	unsigned ops;
-	sqlite3_stmt *st_add, *st_get, *st_del, *st_set, *st_count;
+	sqlite3_stmt *st_add, *st_get, *st_del, *st_count;
 	struct hslot *mem; /* mem_cap slots, or NULL (none yet, or tabled) */
 	uint32_t mem_cap, mem_n;
 	enum { HSET_MEM, HSET_TIERED, HSET_TABLED } state;
@@ -122,9 +122,6 @@ int store_hset_new(struct store_pool *p, int batch, struct store_hset **out)
 	snprintf(sql, sizeof sql, "DELETE FROM %s WHERE k = ?", s->table);
 	if ((r = cat_prepare(p, sql, &s->st_del)) < 0)
 		goto fail;
-	snprintf(sql, sizeof sql, "UPDATE %s SET v = ?2 WHERE k = ?1", s->table);
-	if ((r = cat_prepare(p, sql, &s->st_set)) < 0)
-		goto fail;
 	snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", s->table);
 	if ((r = cat_prepare(p, sql, &s->st_count)) < 0)
 		goto fail;
@@ -169,7 +166,6 @@ void store_hset_free(struct store_hset *s)
 	sqlite3_finalize(s->st_add);
 	sqlite3_finalize(s->st_get);
 	sqlite3_finalize(s->st_del);
-	sqlite3_finalize(s->st_set);
 	sqlite3_finalize(s->st_count);
 	free(s->bloom);
 	free(s->mem);
@@ -372,21 +368,12 @@ int store_hset_mark(struct store_hset *s, const void *key, size_t len, int bit, 
 			return v & bit ? 2 : 1;
 		}
 	}
-	/* not in memory: in the table, or nowhere (get says which) */
+	/* not in memory: in the table (not marked there), or nowhere */
 	if ((r = store_hset_get(s, key, len, &v)) <= 0)
 		return r;
 	if (val)
 		*val = v;
-	if (v & bit)
-		return 2;
-	if ((r = hset_op(s)) < 0)
-		return r;
-	sqlite3_reset(s->st_set);
-	sqlite3_bind_blob(s->st_set, 1, key, (int)len, SQLITE_STATIC);
-	sqlite3_bind_int(s->st_set, 2, v | bit);
-	r = sqlite3_step(s->st_set) == SQLITE_DONE ? 1 : cat_err(s->p, "marking a key set's key");
-	sqlite3_reset(s->st_set);
-	return r;
+	return 3;
 }
 
 uint32_t store_hset_memory_keys(const struct store_hset *s)
