@@ -19,15 +19,17 @@
 
 #include "internal.h"
 
-/* 1 the first time the walk reaches key, a stream object, else 0 (also
- * for a key not in objs). Its value in objs takes RECV_REACHED, or, for a
- * key objs keeps in its table, the key goes into seen (store_hset_mark). */
-static int first_reach(struct rcv *r, const uint8_t *key)
+/* The walk reaches key: 1 the first time for a stream object, 2 after
+ * that, with its value in *v (may be NULL); 0 for an object not of the
+ * stream. Its value in objs takes RECV_REACHED, or, for a key objs keeps
+ * in its table, the key goes into seen (store_hset_mark). */
+static int reach_obj(struct rcv *r, const uint8_t *key, int *v)
 {
-	int rc = store_hset_mark(r->objs, key, KEY_LEN, RECV_REACHED, NULL);
-	if (rc == 3)
-		return store_hset_add(r->seen, key, KEY_LEN, 0);
-	return rc < 0 ? rc : rc == 1;
+	int rc = store_hset_mark(r->objs, key, KEY_LEN, RECV_REACHED, v);
+	if (rc != 3)
+		return rc;
+	rc = store_hset_add(r->seen, key, KEY_LEN, 0);
+	return rc < 0 ? rc : rc == 1 ? 1 : 2;
 }
 
 /* Counts an object of the stream the walk reaches, once. The pool's are
@@ -37,9 +39,9 @@ static int reach(struct rcv *r, char kind, const uint8_t *hash)
 	uint8_t key[KEY_LEN];
 	int rc;
 	recv_key(key, kind, hash);
-	if ((rc = first_reach(r, key)) < 0)
+	if ((rc = reach_obj(r, key, NULL)) < 0)
 		return rc;
-	r->reached += (uint64_t)rc;
+	r->reached += rc == 1;
 	return 0;
 }
 
@@ -68,13 +70,10 @@ static int walk_block(struct rcv *r, const uint8_t *hash, uint64_t len)
 	recv_key(key, 'B', hash);
 	/* a block of this stream: its size is in objs, and its first
 	 * reference counts it reached */
-	if ((rc = store_hset_mark(r->objs, key, sizeof key, RECV_REACHED, &v)) < 0)
+	if ((rc = reach_obj(r, key, &v)) < 0)
 		return rc;
 	if (rc > 0) {
-		int first = rc == 1;
-		if (rc == 3 && (first = store_hset_add(r->seen, key, sizeof key, 0)) < 0)
-			return first; /* in objs' table: seen remembers it */
-		r->reached += (uint64_t)first;
+		r->reached += rc == 1;
 		if ((uint64_t)(v & ~RECV_REACHED) != len)
 			return recv_hash_err(FERR_CORRUPT, "reference with the wrong size to block", hash);
 		return 0;

@@ -622,7 +622,7 @@ static int writer_put(struct store_writer *w, const struct store_block *b, int *
 	if (r < 0)
 		return r;
 	if (sqlite3_changes(w->p->db) == 0)
-		return add_ref(w, b->hash, b->codec);
+		return 0; /* in w_new already: referenced by writer_refs_stored */
 	pack_blk_hdr_put(hdr, b->codec, b->lsize, b->psize, b->hash);
 	if ((r = writer_record(w, hdr, sizeof hdr, b->payload, b->psize)) < 0)
 		return r;
