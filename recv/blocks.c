@@ -43,11 +43,16 @@ static int job_run(void *job, void *ctx)
 	return 0;
 }
 
-/* One block back from the workers, in stream order: stored, and counted. */
-static int block_done(struct rcv *r, const struct rblk *b)
+/* One block back from the workers, in stream order: stored, and counted.
+ * A block stored as it came (its payload still the job's copy of the
+ * record's bytes) gives the writer the CRC-32C the decoder computed over
+ * them, so the pack record's check costs no second pass. */
+static int block_done(struct rcv *r, const struct rjob *j, const struct rblk *b)
 {
 	int rc, stored = 0;
-	if (!r->dryrun && (rc = store_writer_put(r->w, &b->blk, &stored)) < 0)
+	int as_sent = b->has_crc && b->blk.payload == j->data + b->off && b->blk.psize == b->psize;
+	if (!r->dryrun && (rc = as_sent ? store_writer_put_crc(r->w, &b->blk, b->crc, &stored)
+					: store_writer_put(r->w, &b->blk, &stored)) < 0)
 		return rc;
 	switch (b->blk.how) {
 	case STORE_BLOCK_KEEP:
@@ -79,7 +84,7 @@ static int job_done(void *job, int res, void *ctx)
 	struct rjob *j = job;
 	unsigned n = res < 0 ? j->nok : j->n;
 	for (unsigned i = 0; i < n; i++) {
-		int rc = block_done(r, &j->it[i]);
+		int rc = block_done(r, j, &j->it[i]);
 		if (rc < 0)
 			return rc;
 	}
@@ -184,6 +189,8 @@ int recv_block_submit(struct rcv *r, const struct stream_write *w, struct codec_
 	k->in = (struct codec_spec){w->codec, w->level};
 	k->c = c;
 	k->tried = tried && w->codec == STREAM_CODEC_OFF;
+	k->has_crc = w->has_crc;
+	k->crc = w->data_crc;
 	k->off = j->used;
 	k->soff = j->sused;
 	memcpy(j->data + j->used, w->data, w->psize);

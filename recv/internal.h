@@ -41,6 +41,8 @@ struct rblk {
 	uint32_t lsize, psize;
 	struct codec_spec in, c;
 	int tried;                  /* logical, tried with c by the sender: stored raw */
+	int has_crc;                /* crc is the stream's CRC-32C of its psize bytes */
+	uint32_t crc;
 	size_t off, soff;           /* its payload in data, its scratch in s1 and s2 */
 	struct store_block blk;
 };

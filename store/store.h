@@ -682,6 +682,13 @@ void store_writer_free(struct store_writer *w);
  * codec) and references it from the snapshot being built. Holes are
  * ignored. *stored (may be NULL) is 1 when bytes were written. */
 int store_writer_put(struct store_writer *w, const struct store_block *b, int *stored) FERRY_WUR;
+/* As store_writer_put, where crc is the CRC-32C of b's psize payload
+ * bytes, computed by the caller over those very bytes (a receive: the
+ * stream's check of the record the block came in, when it is stored as
+ * sent): the pack record's check is made from it without reading them
+ * again. A wrong crc makes a record every later read refuses. */
+int store_writer_put_crc(struct store_writer *w, const struct store_block *b, uint32_t crc,
+			 int *stored) FERRY_WUR;
 /* References an existing block by hash (any codec); -FERR_NOENT if the
  * pool and this writer have no copy. */
 int store_writer_ref(struct store_writer *w, const uint8_t hash[FERRY_HASH_LEN]) FERRY_WUR;

@@ -547,23 +547,34 @@ static int writer_err(struct store_writer *w, int r)
 	return r == -FERR_NOSPC ? pool_nospace(w->p) : r;
 }
 
-static int writer_put(struct store_writer *w, const struct store_block *b, int *stored);
+static int writer_put(struct store_writer *w, const struct store_block *b, const uint32_t *crc,
+		      int *stored);
 
 int store_writer_put(struct store_writer *w, const struct store_block *b, int *stored)
 {
-	return writer_err(w, writer_put(w, b, stored));
+	return writer_err(w, writer_put(w, b, NULL, stored));
+}
+
+int store_writer_put_crc(struct store_writer *w, const struct store_block *b, uint32_t crc,
+			 int *stored)
+{
+	return writer_err(w, writer_put(w, b, &crc, stored));
 }
 
 /* One record (header, payload and, in a version-3 pack, the CRC tail)
- * into the current pack, through the buffer; w->cur_size grows. */
+ * into the current pack, through the buffer; w->cur_size grows. pcrc, when
+ * not NULL, is the payload's CRC-32C, known already: the tail's is the
+ * header's joined to it (crc32c_combine), not a second pass over the
+ * payload. */
 static int writer_record(struct store_writer *w, const uint8_t *hdr, size_t hl,
-			 const void *payload, size_t pl)
+			 const void *payload, size_t pl, const uint32_t *pcrc)
 {
 	uint8_t t[PACK_REC_TAIL];
 	size_t tl = pack_tail_new(w->p), need = hl + pl + tl;
 	int r;
 	if (tl)
-		pack_tail_put(t, pack_rec_crc(hdr, hl, payload, pl));
+		pack_tail_put(t, pcrc ? crc32c_combine(crc32c_update(0, hdr, hl), *pcrc, pl)
+				      : pack_rec_crc(hdr, hl, payload, pl));
 	if (w->buflen + need > WBUF_SIZE && (r = flush_buf(w)) < 0)
 		return r;
 	if (need > WBUF_SIZE) {
@@ -586,7 +597,8 @@ static int writer_record(struct store_writer *w, const uint8_t *hdr, size_t hl,
 	return 0;
 }
 
-static int writer_put(struct store_writer *w, const struct store_block *b, int *stored)
+static int writer_put(struct store_writer *w, const struct store_block *b, const uint32_t *crc,
+		      int *stored)
 {
 	uint8_t hdr[PACK_BLK_HDR_LEN];
 	int r;
@@ -624,7 +636,7 @@ static int writer_put(struct store_writer *w, const struct store_block *b, int *
 	if (sqlite3_changes(w->p->db) == 0)
 		return 0; /* in w_new already: referenced by writer_refs_stored */
 	pack_blk_hdr_put(hdr, b->codec, b->lsize, b->psize, b->hash);
-	if ((r = writer_record(w, hdr, sizeof hdr, b->payload, b->psize)) < 0)
+	if ((r = writer_record(w, hdr, sizeof hdr, b->payload, b->psize, crc)) < 0)
 		return r;
 	size_t need = PACK_BLK_HDR_LEN + (size_t)b->psize + pack_tail_new(w->p);
 	w->blocks++;
@@ -891,7 +903,7 @@ static int put_node_records(struct store_writer *w)
 			goto out;
 		first = 0;
 		pack_nod_hdr_put(hdr, type, (uint32_t)len, h);
-		if ((r = writer_record(w, hdr, sizeof hdr, data, len)) < 0)
+		if ((r = writer_record(w, hdr, sizeof hdr, data, len, NULL)) < 0)
 			goto out;
 	}
 	if (s != SQLITE_DONE)

@@ -177,6 +177,14 @@ static int on_record(struct stream_decoder *d, struct stream_record *rec)
 	if (!d->skip) {
 		if ((r = stream_parse(&c, d->pay.data, d->len, d->verify, &d->aux, rec)) < 0)
 			return r;
+		if (rec->type == STREAM_WRITE && d->index > 0 && d->pfx == WRITE_FIXED &&
+		    d->pfx < d->len) {
+			/* the CRC the trailer was just checked with is of
+			 * exactly the block's bytes (payload past the fixed
+			 * part, parse_write: psize of them) */
+			rec->write.data_crc = d->crc;
+			rec->write.has_crc = 1;
+		}
 		if (rec->type == STREAM_BEGIN && rec->begin.version != d->version)
 			return vfail(&c, 0, "format version %u inside a version %u stream",
 				     (unsigned)rec->begin.version, d->version);

@@ -340,6 +340,8 @@ static int parse_write(const struct vctx *c, const uint8_t *p, size_t len, int v
 	w->level = p[37];
 	w->psize = get_le32(p + 40);
 	w->data = p + WRITE_FIXED;
+	w->data_crc = 0;
+	w->has_crc = 0; /* the decoder's to set: it has the CRC (on_record) */
 	if ((r = reserved_zero(c, p, 38, 2)) < 0 || (r = reserved_zero(c, p, 44, 4)) < 0)
 		return r;
 	if ((r = check_lsize(c, w->lsize)) < 0)

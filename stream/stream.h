@@ -144,6 +144,11 @@ struct stream_write {
 	uint8_t level;
 	uint32_t psize; /* bytes at data */
 	const uint8_t *data;
+	/* Decoding only: the CRC-32C of data's psize bytes, which the
+	 * decoder computed over them to check the record (a version-2
+	 * stream), when has_crc; the encoder ignores both. */
+	uint32_t data_crc;
+	uint8_t has_crc;
 };
 
 struct stream_byref {

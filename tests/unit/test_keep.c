@@ -82,6 +82,51 @@ static void test_crc32c_fast_equals_table(void **state)
 	free(buf);
 }
 
+/* crc32c_combine: the CRC of A then B from A's and B's CRCs and B's
+ * length, for every split of buffers up to 70,000 bytes (lengths whose
+ * bits reach every table entry used), against the table-driven CRC of
+ * the whole; and the identity of an empty B. */
+static void test_crc32c_combine(void **state)
+{
+	uint8_t *buf = malloc(70000);
+	uint64_t x = 0xD1B54A32D192ED03ull;
+
+	(void)state;
+	assert_non_null(buf);
+	for (size_t i = 0; i < 70000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		buf[i] = (uint8_t)x;
+	}
+	static const size_t lens[] = {0, 1, 2, 7, 8, 9, 255, 256, 4095, 4096, 4097,
+				      65535, 65536, 65537, 69999, 70000};
+	for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+		size_t n = lens[i];
+		uint32_t whole = crc32c_update_portable(0, buf, n);
+		for (size_t k = 0; k <= n; k += 1 + k / 3) {
+			uint32_t a = crc32c_update_portable(0, buf, k);
+			uint32_t b = crc32c_update_portable(0, buf + k, n - k);
+			assert_int_equal(crc32c_combine(a, b, n - k), whole);
+		}
+		assert_int_equal(crc32c_combine(whole, 0, 0), whole);
+	}
+	/* lengths past 2^32: Z[k], the CRC of 2^k zero bytes, by doubling
+	 * (checked against the table while a buffer holds them); then 2^k +
+	 * 2^j zeros both ways round must agree */
+	uint32_t zk[48];
+	memset(buf, 0, 65536);
+	zk[0] = crc32c_update_portable(0, buf, 1);
+	for (int k = 1; k < 48; k++) {
+		zk[k] = crc32c_combine(zk[k - 1], zk[k - 1], (uint64_t)1 << (k - 1));
+		if (k <= 16)
+			assert_int_equal(zk[k], crc32c_update_portable(0, buf, (size_t)1 << k));
+	}
+	for (int k = 0; k < 48; k += 5)
+		for (int j = 0; j < 48; j += 7)
+			assert_int_equal(crc32c_combine(zk[k], zk[j], (uint64_t)1 << j),
+					 crc32c_combine(zk[j], zk[k], (uint64_t)1 << k));
+	free(buf);
+}
+
 static const uint8_t node_bytes[] = {2, 'r', 'o', 'o', 't'};
 
 /* BEGIN, a codec-off WRITE of 5000 bytes, the root NODE, END. */
@@ -465,6 +510,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_crc32c_known),
 		cmocka_unit_test(test_crc32c_fast_equals_table),
+		cmocka_unit_test(test_crc32c_combine),
 		cmocka_unit_test(test_v2_chain),
 		cmocka_unit_test(test_hset),
 		cmocka_unit_test(test_strict_gzip),
