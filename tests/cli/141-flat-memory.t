@@ -15,7 +15,7 @@
 . "$(dirname "$0")/lib.sh"
 # under AddressSanitizer (make asan) the peak RSS is the sanitizer's
 # shadow memory and quarantine, not the program's: nothing to measure
-if ldd "$FERRY" 2>/dev/null | grep -q 'libasan'; then
+if asan_build; then
 	echo "1..0 # SKIP $FERRY is built with AddressSanitizer: its RSS is not the program's"
 	exit 0
 fi

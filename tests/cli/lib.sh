@@ -20,6 +20,9 @@ _n=0
 _fails=0
 
 ferry() { "$FERRY" "$@"; }
+# asan_build: true when $FERRY is built with AddressSanitizer (make asan),
+# whose shadow memory and quarantine make the RSS not the program's
+asan_build() { ldd "$FERRY" 2>/dev/null | grep -q 'libasan'; }
 ok() { _n=$((_n + 1)); echo "ok $_n - $*"; }
 not_ok() { _n=$((_n + 1)); _fails=$((_fails + 1)); echo "not ok $_n - $*"; }
 diag() { printf '%s\n' "$@" | sed 's/^/# /'; }
