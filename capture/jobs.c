@@ -151,7 +151,7 @@ static int job_done(void *jv, int res, void *ctx)
 	return r;
 }
 
-const struct pipeline_ops cap_job_ops = {job_run, job_done, NULL, job_release};
+const struct pipeline_ops cap_job_ops = {job_run, job_done, NULL, job_release, NULL};
 
 /* Hands the job being filled to the pool. */
 static int flush_cur(struct cap *c)

@@ -372,15 +372,22 @@ void dirstack_pop(struct dirstack *s);
  * (may be NULL) instead of done for a job dropped by an error or
  * pipeline_cancel, run or not: it gives back what the job holds (closes
  * its fd). release(job) (may be NULL) once per slot ever handed out, at
- * pipeline_free. No callback may call the pipeline. Not thread-safe: one
- * caller thread. */
+ * pipeline_free. prep(jobs, n) (may be NULL) on a worker before it runs
+ * n > 1 jobs it took at once, in submission order (up to PIPELINE_BATCH,
+ * a fair share of those waiting): what costs less for many jobs together
+ * (hashing blocks eight at a time) may be done there ahead of run. It
+ * cannot fail; run must come to the same result whether prep ran or not.
+ * No callback may call the pipeline. Not thread-safe: one caller thread. */
 struct pipeline;
 struct pipeline_ops {
 	int (*run)(void *job, void *ctx);
 	int (*done)(void *job, int result, void *ctx);
 	void (*cancel)(void *job, void *ctx);
 	void (*release)(void *job, void *ctx);
+	void (*prep)(void *const *jobs, size_t n, void *ctx);
 };
+/* The most jobs a worker takes at once for ops.prep. */
+#define PIPELINE_BATCH 8
 /* How many workers to start: asked, or one per online CPU when asked is 0
  * (the one place this rule lives). */
 unsigned pipeline_threads(unsigned asked);

@@ -80,33 +80,81 @@ static void finish_job(struct pipeline *pl, uint64_t seq, int res, char *msg)
 		pthread_cond_broadcast(&pl->done_cv);
 }
 
+/* Marks job seq, behind a failed one, as skipped: it would only be
+ * cancelled. Under the lock. */
+static void skip_job(struct pipeline *pl, uint64_t seq)
+{
+	struct pl_slot *s = slot_at(pl, seq);
+	s->skipped = 1;
+	s->done = 1;
+	if (seq == pl->head)
+		pthread_cond_broadcast(&pl->done_cv);
+}
+
+/* Under the lock: takes the jobs this worker runs next into seq (at least
+ * one when any is waiting; with ops.prep up to PIPELINE_BATCH, its share
+ * of those waiting, so no other worker idles for them). Passed jobs only
+ * keep their place in the order; jobs behind a failure are skipped. */
+static size_t take_jobs(struct pipeline *pl, uint64_t *seq)
+{
+	size_t want = 1, n = 0;
+	if (pl->ops.prep) {
+		uint64_t waiting = pl->tail - pl->next_run;
+		want = (size_t)((waiting + pl->nthreads - 1) / pl->nthreads);
+		if (want > PIPELINE_BATCH)
+			want = PIPELINE_BATCH;
+	}
+	while (n < want && pl->next_run < pl->tail) {
+		uint64_t q = pl->next_run++;
+		if (slot_at(pl, q)->passed)
+			continue;
+		if (q > pl->fail_seq) {
+			skip_job(pl, q);
+			continue;
+		}
+		seq[n++] = q;
+	}
+	return n;
+}
+
 static void *worker_main(void *arg)
 {
 	struct pipeline *pl = arg;
+	uint64_t seq[PIPELINE_BATCH];
+	void *jobs[PIPELINE_BATCH];
 	pthread_mutex_lock(&pl->mu);
 	for (;;) {
 		while (!pl->quit && pl->next_run == pl->tail)
 			pthread_cond_wait(&pl->work_cv, &pl->mu);
 		if (pl->quit)
 			break;
-		uint64_t seq = pl->next_run++;
-		if (slot_at(pl, seq)->passed)
-			continue; /* done already: it only keeps its place in the order */
-		if (seq > pl->fail_seq) {
-			/* an earlier job failed: this one would only be cancelled */
-			struct pl_slot *s = slot_at(pl, seq);
-			s->skipped = 1;
-			s->done = 1;
-			if (seq == pl->head)
-				pthread_cond_broadcast(&pl->done_cv);
+		size_t n = take_jobs(pl, seq);
+		if (!n)
 			continue;
-		}
 		pthread_mutex_unlock(&pl->mu);
-		int res;
-		char *msg;
-		run_job(pl, seq, &res, &msg);
+		if (n > 1) {
+			for (size_t i = 0; i < n; i++)
+				jobs[i] = job_at(pl, seq[i]);
+			pl->ops.prep(jobs, n, pl->ctx);
+		}
+		for (size_t i = 0; i < n; i++) {
+			int res, behind = 0;
+			char *msg;
+			if (i > 0) {
+				/* a job of this batch before it may have failed */
+				pthread_mutex_lock(&pl->mu);
+				if ((behind = seq[i] > pl->fail_seq))
+					skip_job(pl, seq[i]);
+				pthread_mutex_unlock(&pl->mu);
+			}
+			if (behind)
+				continue;
+			run_job(pl, seq[i], &res, &msg);
+			pthread_mutex_lock(&pl->mu);
+			finish_job(pl, seq[i], res, msg);
+			pthread_mutex_unlock(&pl->mu);
+		}
 		pthread_mutex_lock(&pl->mu);
-		finish_job(pl, seq, res, msg);
 	}
 	pthread_mutex_unlock(&pl->mu);
 	return NULL;

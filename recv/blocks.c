@@ -99,7 +99,7 @@ static void job_release(void *job, void *ctx)
 	free(j->s2);
 }
 
-static const struct pipeline_ops job_ops = {job_run, job_done, NULL, job_release};
+static const struct pipeline_ops job_ops = {job_run, job_done, NULL, job_release, NULL};
 
 /* Hands the job being filled to the workers. */
 static int flush_cur(struct rcv *r)

@@ -84,6 +84,7 @@ int rst_write_data(struct rst *r, int fd, const struct node_entry *e, int fill_h
  * and closes it. */
 
 static int rjob_data(struct rjob *j);
+static int rjob_out(struct rjob *j);
 
 static int rjob_small(struct rst *rs, struct rjob *j)
 {
@@ -102,6 +103,32 @@ static int rjob_small(struct rst *rs, struct rjob *j)
 	close(j->fd);
 	j->fd = -1;
 	return r;
+}
+
+/* On a worker, before it runs jobs[0..n): every block among them is
+ * decoded and checked against its hash at once, eight hashes at a time
+ * (store_block_verify_many); rjob_data checks again, and names, any that
+ * did not pass. */
+static void rjob_prep(void *const *jobs, size_t n, void *ctx)
+{
+	struct store_block_check v[PIPELINE_BATCH];
+	struct rjob *of[PIPELINE_BATCH];
+	size_t m = 0;
+	for (size_t i = 0; i < n && m < PIPELINE_BATCH; i++) {
+		struct rjob *j = jobs[i];
+		if (!(j->kind == RJ_DATA || (j->kind == RJ_SMALL && j->has_data)) || rjob_out(j) < 0)
+			continue;
+		v[m] = (struct store_block_check){.c = j->c, .payload = j->payload.data,
+						  .psize = j->payload.len, .lsize = j->lsize,
+						  .hash = j->hash, .scratch = j->out,
+						  .scratch_cap = j->c.id != CODEC_OFF ? j->outcap : 0};
+		of[m++] = j;
+	}
+	if (m < 2)
+		return; /* nothing to share: the job checks its own */
+	store_block_verify_many(v, m);
+	for (size_t q = 0; q < m; q++)
+		of[q]->verified = v[q].ok;
 }
 
 static int rjob_fn(void *jv, void *ctx)
@@ -123,26 +150,34 @@ static int rjob_err(const struct rjob *j, int err)
 	return ferry_err(-err, "restoring '%s': %s", path ? path : "?", msg);
 }
 
-/* Checks the block against its hash (decoding it into j->out) and writes
- * it; an error names the file, and a damaged block its pack and offset. */
+/* j->out at least lsize bytes for a block to decode: 0 or -FERR_NOMEM. */
+static int rjob_out(struct rjob *j)
+{
+	if (j->c.id == CODEC_OFF || j->outcap >= j->lsize)
+		return 0;
+	uint8_t *nb = realloc(j->out, j->lsize);
+	if (!nb)
+		return ferry_err(FERR_NOMEM, "restoring");
+	j->out = nb;
+	j->outcap = j->lsize;
+	return 0;
+}
+
+/* Checks the block against its hash (decoding it into j->out), unless
+ * rjob_prep did, and writes it; an error names the file, and a damaged
+ * block its pack and offset. */
 static int rjob_data(struct rjob *j)
 {
-	const uint8_t *src = j->payload.data;
 	int r;
 	j->bytes = 0;
-	if (j->c.id != CODEC_OFF) {
-		if (j->outcap < j->lsize) {
-			uint8_t *nb = realloc(j->out, j->lsize);
-			if (!nb)
-				return rjob_err(j, ferry_err(FERR_NOMEM, "restoring"));
-			j->out = nb;
-			j->outcap = j->lsize;
-		}
-		src = j->out;
+	if (!j->verified) {
+		if ((r = rjob_out(j)) < 0)
+			return rjob_err(j, r);
+		if ((r = store_block_verify(j->c, j->payload.data, j->payload.len, j->lsize,
+					    j->hash, j->out, j->c.id != CODEC_OFF ? j->outcap : 0)) < 0)
+			return rjob_err(j, store_block_damage(j->hash, &j->loc, r));
 	}
-	if ((r = store_block_verify(j->c, j->payload.data, j->payload.len, j->lsize, j->hash,
-				    j->out, j->c.id != CODEC_OFF ? j->outcap : 0)) < 0)
-		return rjob_err(j, store_block_damage(j->hash, &j->loc, r));
+	const uint8_t *src = j->c.id != CODEC_OFF ? j->out : j->payload.data;
 	if (codec_is_zero(src, j->lsize))
 		return 0; /* leave a hole */
 	j->bytes = j->lsize;
@@ -162,6 +197,7 @@ static int rjob_get(struct rst *r, struct rjob **out)
 	if (!j->payload.max)
 		fbuf_init(&j->payload, STORE_BLOCK_MAX);
 	j->has_data = 0;
+	j->verified = 0;
 	memset(&j->jw, 0, sizeof j->jw);
 	free(j->path); /* the slot's previous file's, collected by now */
 	j->path = NULL;
@@ -215,7 +251,8 @@ static void rjob_cancel(void *jv, void *ctx)
 		close(j->fd);
 }
 
-const struct pipeline_ops rst_job_ops = {rjob_fn, rjob_done, rjob_cancel, rjob_release};
+const struct pipeline_ops rst_job_ops = {rjob_fn, rjob_done, rjob_cancel, rjob_release,
+					  rjob_prep};
 
 /* Collects every job still queued: only then may an fd they use be closed
  * (a write to a closed fd fails, one to a reused fd number lands in

@@ -80,6 +80,7 @@ struct rjob {
 	struct store_block_loc loc; /* where payload was read, for errors */
 	uint8_t *out;
 	size_t outcap;
+	int verified;           /* rjob_prep found payload to match hash (decoded into out) */
 	struct node_entry e;    /* RJ_END, RJ_SMALL: the file's attributes (borrowed until drained) */
 	uint64_t bytes;
 	/* RJ_SMALL: a file of at most one block, created, written, finished and

@@ -147,7 +147,7 @@ static void sjob_release(void *jv, void *ctx)
 	free(j->scratch);
 }
 
-static const struct pipeline_ops sjob_ops = {sjob_run, sjob_done, NULL, sjob_release};
+static const struct pipeline_ops sjob_ops = {sjob_run, sjob_done, NULL, sjob_release, NULL};
 
 static int block_pass(struct scrub *sc)
 {

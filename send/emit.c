@@ -321,7 +321,7 @@ static void sjob_release(void *jv, void *ctx)
 	free(j->sbuf);
 }
 
-static const struct pipeline_ops sjob_ops = {sjob_fn, sjob_done, NULL, sjob_release};
+static const struct pipeline_ops sjob_ops = {sjob_fn, sjob_done, NULL, sjob_release, NULL};
 
 /* Encodes every block in flight: before any record that follows them. */
 int send_blocks_drain(struct snd *s)

@@ -255,10 +255,11 @@ int store_block_damage(const uint8_t hash[FERRY_HASH_LEN], const struct store_bl
 			 loc->pack, (long long)loc->offset, msg);
 }
 
-int store_block_verify(struct codec_spec c, const void *payload, size_t psize, size_t lsize,
-		       const uint8_t hash[FERRY_HASH_LEN], void *scratch, size_t scratch_cap)
+/* store_block_verify up to the hash: the sizes, and the logical content
+ * in *content (payload, or decoded into scratch). */
+static int verify_content(struct codec_spec c, const void *payload, size_t psize, size_t lsize,
+			  void *scratch, size_t scratch_cap, const void **content)
 {
-	uint8_t h[FERRY_HASH_LEN];
 	int r;
 	if (lsize == 0 || lsize > STORE_BLOCK_MAX || psize > lsize ||
 	    (c.id != CODEC_OFF && scratch_cap < lsize))
@@ -267,13 +268,53 @@ int store_block_verify(struct codec_spec c, const void *payload, size_t psize, s
 		if (psize != lsize)
 			return ferry_err(FERR_CORRUPT, "raw block of %zu bytes, %zu expected", psize,
 					 lsize);
-		hash_blake2b(h, payload, lsize);
-	} else {
-		if ((r = codec_decode(c, payload, psize, scratch, lsize)) < 0)
-			return r;
-		hash_blake2b(h, scratch, lsize);
+		*content = payload;
+		return 0;
 	}
+	if ((r = codec_decode(c, payload, psize, scratch, lsize)) < 0)
+		return r;
+	*content = scratch;
+	return 0;
+}
+
+int store_block_verify(struct codec_spec c, const void *payload, size_t psize, size_t lsize,
+		       const uint8_t hash[FERRY_HASH_LEN], void *scratch, size_t scratch_cap)
+{
+	uint8_t h[FERRY_HASH_LEN];
+	const void *content = NULL;
+	int r;
+	if ((r = verify_content(c, payload, psize, lsize, scratch, scratch_cap, &content)) < 0)
+		return r;
+	hash_blake2b(h, content, lsize);
 	if (memcmp(h, hash, FERRY_HASH_LEN) != 0)
 		return ferry_err(FERR_CORRUPT, "its content does not match its hash");
 	return 0;
+}
+
+void store_block_verify_many(struct store_block_check *v, size_t k)
+{
+	while (k > 0) {
+		size_t take = k < STORE_PRECHECK_MAX ? k : STORE_PRECHECK_MAX, m = 0, bad = 0;
+		const void *p[STORE_PRECHECK_MAX];
+		size_t n[STORE_PRECHECK_MAX], at[STORE_PRECHECK_MAX];
+		uint8_t h[STORE_PRECHECK_MAX][FERRY_HASH_LEN];
+		for (size_t i = 0; i < take; i++) {
+			struct store_block_check *x = &v[i];
+			x->ok = 0;
+			if (verify_content(x->c, x->payload, x->psize, x->lsize, x->scratch,
+					   x->scratch_cap, &p[m]) < 0) {
+				bad++; /* store_block_verify will say why */
+				continue;
+			}
+			n[m] = x->lsize;
+			at[m++] = i;
+		}
+		hash_blake2b_many(h, p, n, m);
+		for (size_t q = 0; q < m; q++)
+			v[at[q]].ok = memcmp(h[q], v[at[q]].hash, FERRY_HASH_LEN) == 0;
+		if (bad)
+			ferry_err_clear(); /* its message is store_block_verify's to give */
+		v += take;
+		k -= take;
+	}
 }

@@ -778,6 +778,21 @@ int store_block_read_stored(struct store_reader *r, const uint8_t hash[FERRY_HAS
  * it does not decode to lsize bytes of that hash. Thread-safe. */
 int store_block_verify(struct codec_spec c, const void *payload, size_t psize, size_t lsize,
 		       const uint8_t hash[FERRY_HASH_LEN], void *scratch, size_t scratch_cap) FERRY_WUR;
+/* One block for store_block_verify_many: store_block_verify's arguments,
+ * and ok, its verdict. */
+struct store_block_check {
+	struct codec_spec c;
+	const void *payload;
+	size_t psize, lsize;
+	const uint8_t *hash;
+	void *scratch;
+	size_t scratch_cap;
+	int ok; /* out: 1 when store_block_verify would return 0 */
+};
+/* store_block_verify for k blocks at once, their hashes eight at a time
+ * (hash_blake2b_many). Sets v[i].ok; a block not ok gets no message here:
+ * store_block_verify, run on it, says what is wrong. Thread-safe. */
+void store_block_verify_many(struct store_block_check *v, size_t k);
 /* Where a stored block lies. */
 struct store_block_loc {
 	char pack[64];

@@ -143,7 +143,7 @@ static int flush_run(void *jv, void *ctx)
 	return 0;
 }
 
-static const struct pipeline_ops flush_ops = {flush_run, NULL, NULL, NULL};
+static const struct pipeline_ops flush_ops = {flush_run, NULL, NULL, NULL, NULL};
 
 static int sync_run(void *jv, void *ctx)
 {
@@ -166,7 +166,7 @@ static int sync_run(void *jv, void *ctx)
 	return io_fsync_dir(j->dir);
 }
 
-static const struct pipeline_ops sync_ops = {sync_run, NULL, NULL, NULL};
+static const struct pipeline_ops sync_ops = {sync_run, NULL, NULL, NULL, NULL};
 
 /* Waits until no buffer is in flight: 0, or the error of one that was
  * (then and from now on). */

@@ -283,6 +283,61 @@ static void test_precheck(void **state)
 	assert_int_equal(failed, 4);
 }
 
+/* store_block_verify_many gives store_block_verify's verdict for every
+ * block, past STORE_PRECHECK_MAX of them at once (the blocks go in runs):
+ * raw, lz4, gzip and zle blocks of many sizes pass; a wrong hash, a
+ * payload that does not decode, a raw block of the wrong size, a size out
+ * of range and a scratch too small do not, and no verdict is given
+ * without a check. */
+#define VK (STORE_PRECHECK_MAX + 9)
+static void test_verify_many(void **state)
+{
+	(void)state;
+	static uint8_t src[VK][N], pay[VK][2 * N], scr[VK][N];
+	uint8_t h[VK][FERRY_HASH_LEN];
+	struct store_block_check v[VK];
+	const struct codec_spec cs[] = {OFF, LZ4, GZ7, ZLE, GZ1};
+	for (int i = 0; i < VK; i++) {
+		size_t len = (size_t)(i % 5 == 0 ? N : 1 + 3001 * i);
+		for (size_t j = 0; j < len; j++)
+			src[i][j] = i % 6 == 4 ? rnd[(j * 5 + (size_t)i) % N] : text[(j + (size_t)i) % N];
+		hash_blake2b(h[i], src[i], len);
+		struct codec_spec c = cs[i % 5];
+		size_t ps = len;
+		if (c.id == CODEC_OFF || codec_encode(c, src[i], len, pay[i], len, &ps) < 0) {
+			c = OFF; /* did not shrink: stored raw */
+			ps = len;
+			memcpy(pay[i], src[i], len);
+		}
+		v[i] = (struct store_block_check){.c = c, .payload = pay[i], .psize = ps,
+						  .lsize = len, .hash = h[i], .scratch = scr[i],
+						  .scratch_cap = sizeof scr[i], .ok = -1};
+	}
+	uint8_t wrong[FERRY_HASH_LEN];
+	memcpy(wrong, h[3], sizeof wrong);
+	wrong[9] ^= 4;
+	v[3].hash = wrong;                  /* a wrong hash */
+	v[STORE_PRECHECK_MAX + 1].hash = wrong;
+	assert_true(v[6].c.id == CODEC_LZ4);
+	memset(pay[6], 0xff, 16);           /* does not decode */
+	assert_true(v[10].c.id == CODEC_OFF);
+	v[10].psize--;                      /* a raw block one byte short */
+	v[15].lsize = 0;                    /* sizes out of range */
+	v[20].lsize = STORE_BLOCK_MAX + 1;
+	assert_true(v[12].c.id == CODEC_GZIP);
+	v[12].scratch_cap = v[12].lsize - 1; /* no room to decode */
+	store_block_verify_many(v, VK);
+	int bad = 0;
+	for (int i = 0; i < VK; i++) {
+		int r = store_block_verify(v[i].c, v[i].payload, v[i].psize, v[i].lsize, v[i].hash,
+					   v[i].scratch, v[i].scratch_cap);
+		assert_int_equal(v[i].ok, r == 0);
+		bad += r < 0;
+	}
+	assert_int_equal(bad, 7);
+	ferry_err_clear();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -291,6 +346,7 @@ int main(void)
 		cmocka_unit_test(test_hashes),
 		cmocka_unit_test(test_encoded),
 		cmocka_unit_test(test_precheck),
+		cmocka_unit_test(test_verify_many),
 	};
 	if (ferry_lib_init() < 0)
 		return 1;

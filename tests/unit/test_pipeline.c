@@ -23,6 +23,7 @@ struct job {
 	pthread_t ran_on;
 	int runs;      /* times run: never more than once */
 	int passed;    /* queued with pipeline_submit_done: never run */
+	int prepped;   /* times given to prep: at most once, before its run */
 	char *buf;     /* grown on first use, kept across reuses of the slot */
 };
 
@@ -39,6 +40,7 @@ struct world {
 	pthread_mutex_t gate_mu;
 	pthread_cond_t gate_cv;
 	int gated, open, started;
+	unsigned nprep, nbatch, max_batch; /* prep_fn's: jobs, calls, largest n */
 };
 
 static int run_fn(void *jv, void *ctx)
@@ -106,7 +108,7 @@ static void release_fn(void *jv, void *ctx)
 	w->nrelease++;
 }
 
-static const struct pipeline_ops ops = {run_fn, done_fn, cancel_fn, release_fn};
+static const struct pipeline_ops ops = {run_fn, done_fn, cancel_fn, release_fn, NULL};
 
 static void world_init(struct world *w, unsigned njobs)
 {
@@ -139,6 +141,7 @@ static int queue_one(struct pipeline *pl, struct world *w, unsigned idx, unsigne
 	j->delay_us = delay_us;
 	j->runs = 0;
 	j->out = 0;
+	j->prepped = 0;
 	j->passed = passed;
 	w->outstanding++;
 	if (w->outstanding > w->max_outstanding)
@@ -519,10 +522,94 @@ static void test_passed(void **state)
 	world_release(&w);
 }
 
+/* prep: on a worker, 2..PIPELINE_BATCH jobs it took at once, in
+ * submission order, none run yet, none passed; counted under the gate's
+ * lock (two workers may prep at once). */
+static void prep_fn(void *const *jobs, size_t n, void *ctx)
+{
+	struct world *w = ctx;
+	assert_true(n >= 2 && n <= PIPELINE_BATCH);
+	for (size_t i = 0; i < n; i++) {
+		struct job *j = jobs[i];
+		assert_int_equal(j->runs, 0);
+		assert_int_equal(j->prepped, 0);
+		assert_int_equal(j->passed, 0);
+		if (i)
+			assert_true(j->idx > ((struct job *)jobs[i - 1])->idx);
+		j->prepped = 1;
+	}
+	pthread_mutex_lock(&w->gate_mu);
+	w->nprep += (unsigned)n;
+	w->nbatch++;
+	if (n > w->max_batch)
+		w->max_batch = (unsigned)n;
+	pthread_mutex_unlock(&w->gate_mu);
+}
+
+static const struct pipeline_ops prep_ops = {run_fn, done_fn, cancel_fn, release_fn, prep_fn};
+
+/* With ops.prep, a worker that finds jobs waiting takes its share of them
+ * (up to PIPELINE_BATCH) and preps them together before running each; the
+ * order, the bound, once-only runs, passed jobs and a failure's cancelling
+ * are as without it. */
+static void test_prep(void **state)
+{
+	enum { NJOBS = 3000, SLOTS = 32, FAIL = 2500 };
+	struct pipeline *pl = NULL;
+	struct world w;
+	unsigned nreal = 0, i;
+	int r = 0;
+	world_init(&w, NJOBS);
+	w.gated = 1;
+	srand(4242);
+	assert_int_equal(pipeline_new(&pl, 2, SLOTS, sizeof(struct job), &prep_ops, &w), 0);
+	/* both workers held at the gate in a job each, the rest waits */
+	assert_int_equal(submit_one(pl, &w, 0, 0), 0);
+	assert_int_equal(submit_one(pl, &w, 1, 0), 0);
+	pthread_mutex_lock(&w.gate_mu);
+	while (w.started < 2)
+		pthread_cond_wait(&w.gate_cv, &w.gate_mu);
+	pthread_mutex_unlock(&w.gate_mu);
+	for (i = 2; i < SLOTS; i++)
+		assert_int_equal(submit_one(pl, &w, i, 0), 0);
+	gate_open(&w);
+	assert_int_equal(pipeline_drain(pl), 0);
+	/* 30 waiting, two workers: each took PIPELINE_BATCH at once */
+	assert_int_equal(w.max_batch, PIPELINE_BATCH);
+	nreal = SLOTS;
+	/* then jobs of random length, some passed, and a failure */
+	w.fail_at = FAIL;
+	for (i = SLOTS; i < NJOBS && r == 0; i++) {
+		if ((i / 7) % 3 == 1 && i % 5) {
+			r = pass_one(pl, &w, i);
+		} else {
+			r = submit_one(pl, &w, i, (unsigned)(rand() % 50));
+			nreal++;
+		}
+		assert_true(pipeline_pending(pl) <= SLOTS);
+	}
+	if (r == 0)
+		r = pipeline_drain(pl);
+	assert_int_equal(r, -FERR_CORRUPT);
+	assert_string_equal(ferry_errmsg(r), "in done: job 2500 failed");
+	assert_int_equal(w.ndone, FAIL + 1);
+	assert_int_equal(w.outstanding, 0);
+	for (unsigned k = 0; k < w.ncancel; k++)
+		assert_int_equal(w.cancelled[k], FAIL + 1 + k);
+	unsigned ran = __atomic_load_n(&w.nrun, __ATOMIC_RELAXED);
+	assert_true(ran <= nreal);
+	assert_true(w.nprep >= 2 * w.nbatch);
+	assert_true(w.nprep <= ran + SLOTS); /* prepped jobs past the failure are not run */
+	pipeline_free(pl);
+	assert_int_equal(w.nrelease, SLOTS);
+	world_release(&w);
+	ferry_err_clear();
+}
+
 static void test_args(void **state)
 {
 	struct pipeline *pl = (struct pipeline *)0x1;
-	struct pipeline_ops none = {NULL, NULL, NULL, NULL};
+	struct pipeline_ops none = {NULL, NULL, NULL, NULL, NULL};
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	assert_int_equal(pipeline_new(&pl, 2, 0, 8, &ops, NULL), -FERR_INVAL);
 	assert_int_equal(pipeline_new(&pl, 2, 4, 0, &ops, NULL), -FERR_INVAL);
@@ -545,6 +632,7 @@ int main(void)
 		cmocka_unit_test(test_zero_threads),
 		cmocka_unit_test(test_one_thread),
 		cmocka_unit_test(test_passed),
+		cmocka_unit_test(test_prep),
 		cmocka_unit_test(test_args),
 	};
 	if (ferry_lib_init() < 0)
