@@ -100,9 +100,9 @@ static int poll_stop(struct scrub *sc, uint64_t *last)
 static int sjob_run(void *jv, void *ctx)
 {
 	struct sjob *j = jv;
-	if (!j->scratch && !(j->scratch = malloc(STORE_BLOCK_MAX)))
+	if (!j->scratch && !(j->scratch = malloc(STORE_SCAN_LANES * (size_t)STORE_BLOCK_MAX)))
 		return ferry_err(FERR_NOMEM, "scrubbing");
-	store_scan_verify(&j->b, j->scratch, STORE_BLOCK_MAX);
+	store_scan_verify(&j->b, j->scratch, STORE_SCAN_LANES * (size_t)STORE_BLOCK_MAX);
 	return 0;
 }
 

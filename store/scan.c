@@ -296,8 +296,30 @@ int store_scan_next(struct store_scan *s, struct store_scan_batch *b)
 	}
 }
 
+/* The hashes of the items at[0..m) of b, together; each not ok is
+ * checked again alone (its scratch is its own) for its message. */
+static void scan_hash(struct store_scan_batch *b, struct store_block_check *v, const size_t *at,
+		      size_t m)
+{
+	store_block_verify_many(v, m);
+	for (size_t q = 0; q < m; q++) {
+		struct store_scan_item *it = &b->items[at[q]];
+		int r;
+		if (v[q].ok || (r = store_block_verify(v[q].c, v[q].payload, v[q].psize, v[q].lsize,
+						       v[q].hash, v[q].scratch,
+						       v[q].scratch_cap)) == 0)
+			continue;
+		it->err = r;
+		snprintf(it->why, STORE_SCRUB_DETAIL_MAX, "%s", ferry_errmsg(r));
+	}
+}
+
 void store_scan_verify(struct store_scan_batch *b, void *scratch, size_t cap)
 {
+	struct store_block_check v[STORE_SCAN_LANES];
+	size_t at[STORE_SCAN_LANES], m = 0, lanes = cap / STORE_BLOCK_MAX;
+	if (lanes > STORE_SCAN_LANES)
+		lanes = STORE_SCAN_LANES;
 	for (size_t i = 0; i < b->n; i++) {
 		struct store_scan_item *it = &b->items[i];
 		struct codec_spec c;
@@ -324,12 +346,26 @@ void store_scan_verify(struct store_scan_batch *b, void *scratch, size_t cap)
 			if (!b->deep)
 				continue;
 		}
-		int r = store_block_verify(c, h + PACK_BLK_HDR_LEN, ps, ls, it->hash, scratch, cap);
-		if (r < 0) {
-			it->err = r;
-			snprintf(it->why, STORE_SCRUB_DETAIL_MAX, "%s", ferry_errmsg(r));
+		if (lanes < 2) {
+			int r = store_block_verify(c, h + PACK_BLK_HDR_LEN, ps, ls, it->hash, scratch, cap);
+			if (r < 0) {
+				it->err = r;
+				snprintf(it->why, STORE_SCRUB_DETAIL_MAX, "%s", ferry_errmsg(r));
+			}
+			continue;
+		}
+		v[m] = (struct store_block_check){.c = c, .payload = h + PACK_BLK_HDR_LEN, .psize = ps,
+						  .lsize = ls, .hash = it->hash,
+						  .scratch = (uint8_t *)scratch + m * STORE_BLOCK_MAX,
+						  .scratch_cap = STORE_BLOCK_MAX};
+		at[m++] = i;
+		if (m == lanes) {
+			scan_hash(b, v, at, m);
+			m = 0;
 		}
 	}
+	if (m)
+		scan_hash(b, v, at, m);
 	ferry_err_clear();
 }
 

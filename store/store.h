@@ -1163,8 +1163,12 @@ int store_scan_totals(struct store_scan *s, uint64_t *total, uint64_t *before,
 int store_scan_next(struct store_scan *s, struct store_scan_batch *b) FERRY_WUR;
 /* Checks each item of b not already failed: header against the index
  * row, payload decoded (into scratch, at least STORE_BLOCK_MAX bytes)
- * and hashed. Sets err and why. Thread-safe; touches no pool. */
+ * and hashed; with room for STORE_SCAN_LANES blocks' decoding in scratch,
+ * that many hashes at a time. Sets err and why. Thread-safe; touches no
+ * pool. */
 void store_scan_verify(struct store_scan_batch *b, void *scratch, size_t cap);
+/* The most blocks store_scan_verify hashes at once (hash_blake2b_many). */
+#define STORE_SCAN_LANES 8
 void store_scan_batch_release(struct store_scan_batch *b);
 
 /* Calls fn for each pack-level problem: a pack the catalogue names whose

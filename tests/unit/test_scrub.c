@@ -97,21 +97,25 @@ struct seen {
 	char why[8][STORE_SCRUB_DETAIL_MAX];
 };
 
-static void scan_all(int64_t pack, int64_t off, struct seen *s)
+/* Scans from (pack, off): deep hashes blocks whose CRC-32C passed too;
+ * lanes: scratch for that many blocks' decoding (1: one at a time). */
+static void scan_with(int64_t pack, int64_t off, int deep, size_t lanes, struct seen *s)
 {
 	struct store_scan *sc = NULL;
 	struct store_scan_batch b;
-	static uint8_t scratch[STORE_BLOCK_MAX];
+	static uint8_t scratch[STORE_SCAN_LANES][STORE_BLOCK_MAX];
 	int r;
 	memset(s, 0, sizeof *s);
 	memset(&b, 0, sizeof b);
+	b.deep = deep;
 	s->ordered = 1;
 	fbuf_init(&b.buf, STORE_BLOCK_MAX + (8 << 20));
 	assert_int_equal(store_scan_new(P, pack, off, &sc), 0);
 	while ((r = store_scan_next(sc, &b)) == 1) {
 		s->batches++;
 		assert_true(b.buf.len <= ((size_t)4 << 20) || b.n == 1);
-		store_scan_verify(&b, scratch, sizeof scratch);
+		assert_int_equal(b.deep, deep);
+		store_scan_verify(&b, scratch, lanes * sizeof scratch[0]);
 		for (size_t i = 0; i < b.n; i++) {
 			if (b.pack_id < s->last_pack ||
 			    (b.pack_id == s->last_pack && b.items[i].offset <= s->last_off))
@@ -132,6 +136,13 @@ static void scan_all(int64_t pack, int64_t off, struct seen *s)
 	store_scan_free(sc);
 }
 
+static void scan_all(int64_t pack, int64_t off, struct seen *s)
+{
+	scan_with(pack, off, 0, 1, s);
+}
+
+static uint32_t last_psize; /* of the block block_off found */
+
 /* The pack file and the offset of block i (by its hash), from a scan. */
 static int64_t block_off(int i, char pack[64], int64_t *pack_id)
 {
@@ -145,6 +156,7 @@ static int64_t block_off(int i, char pack[64], int64_t *pack_id)
 		for (size_t k = 0; k < b.n; k++)
 			if (!memcmp(b.items[k].hash, hashes[i], FERRY_HASH_LEN)) {
 				off = b.items[k].offset;
+				last_psize = b.items[k].psize;
 				snprintf(pack, 64, "%s", b.pack);
 				*pack_id = b.pack_id;
 			}
@@ -208,6 +220,67 @@ static void test_scan_flips(void **state)
 	assert_int_equal(s.failed, 0);
 }
 
+/* Rewrites the CRC-32C tail of the record at off (psize bytes of
+ * payload) to match what the pack now holds. */
+static void fix_crc(const char *pack, int64_t off, uint32_t psize)
+{
+	char path[600];
+	uint8_t rec[48 + 60000], tail[4];
+	snprintf(path, sizeof path, "%s/tank/packs/%s", tmpdir, pack);
+	FILE *f = fopen(path, "r+b");
+	assert_non_null(f);
+	assert_true(48 + psize <= sizeof rec);
+	fseek(f, (long)off, SEEK_SET);
+	assert_int_equal(fread(rec, 1, 48 + psize, f), 48 + psize);
+	uint32_t c = crc32c_update(0, rec, 48 + psize);
+	for (int k = 0; k < 4; k++)
+		tail[k] = (uint8_t)(c >> (8 * k));
+	fseek(f, (long)off + 48 + psize, SEEK_SET);
+	assert_int_equal(fwrite(tail, 1, 4, f), 4);
+	fclose(f);
+}
+
+/* A deep scan hashes what the CRC-32C passes: a payload changed with its
+ * CRC made to match is found by the hash alone, the same way whether the
+ * hashes go one at a time or eight at once; a shallow scan trusts the CRC. */
+static void test_scan_deep(void **state)
+{
+	char pack[64], pack2[64];
+	int64_t pid;
+	struct seen s1, s8, s0;
+	int64_t a = block_off(11, pack, &pid);
+	uint32_t pa = last_psize;
+	int64_t b = block_off(150, pack2, &pid);
+	uint32_t pb = last_psize;
+	assert_true(a > 0 && b > 0 && pa > 100 && pb > 100);
+	scan_with(0, 0, 1, STORE_SCAN_LANES, &s8);
+	assert_int_equal(s8.n, NBLK);
+	assert_int_equal(s8.failed, 0);
+	flip(pack, a + 48 + pa - 1); /* the last payload byte */
+	fix_crc(pack, a, pa);
+	flip(pack2, b + 48 + pb / 2);
+	fix_crc(pack2, b, pb);
+	scan_with(0, 0, 0, STORE_SCAN_LANES, &s0);
+	assert_int_equal(s0.failed, 0);
+	scan_with(0, 0, 1, 1, &s1);
+	scan_with(0, 0, 1, STORE_SCAN_LANES, &s8);
+	assert_int_equal(s1.n, NBLK);
+	assert_int_equal(s8.n, NBLK);
+	assert_int_equal(s1.failed, 2);
+	assert_int_equal(s8.failed, 2);
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(s1.fail_off[k], s8.fail_off[k]);
+		assert_string_equal(s1.why[k], s8.why[k]);
+	}
+	assert_true(s8.fail_off[0] == (a < b ? a : b) || strcmp(pack, pack2) != 0);
+	flip(pack, a + 48 + pa - 1);
+	fix_crc(pack, a, pa);
+	flip(pack2, b + 48 + pb / 2);
+	fix_crc(pack2, b, pb);
+	scan_with(0, 0, 1, STORE_SCAN_LANES, &s8);
+	assert_int_equal(s8.failed, 0);
+}
+
 static void test_scan_truncated(void **state)
 {
 	char pack[64], path[600];
@@ -261,6 +334,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scan_clean),
 		cmocka_unit_test(test_scan_flips),
+		cmocka_unit_test(test_scan_deep),
 		cmocka_unit_test(test_state_log),
 		cmocka_unit_test(test_scan_truncated),
 	};
