@@ -41,6 +41,7 @@ struct pipeline {
 	uint64_t head, next_run, tail;
 	uint64_t fail_seq;      /* the oldest job whose run failed: later ones are skipped */
 	int quit;
+	unsigned idle;          /* workers waiting for a job */
 	pthread_t *threads;
 	unsigned nthreads;
 	int err;                /* the first failure; every later call returns it */
@@ -93,14 +94,15 @@ static void skip_job(struct pipeline *pl, uint64_t seq)
 
 /* Under the lock: takes the jobs this worker runs next into seq (at least
  * one when any is waiting; with ops.prep up to PIPELINE_BATCH, its share
- * of those waiting, so no other worker idles for them). Passed jobs only
- * keep their place in the order; jobs behind a failure are skipped. */
+ * of those waiting with the workers that wait for work, so none of them
+ * idles for want of a job). Passed jobs only keep their place in the
+ * order; jobs behind a failure are skipped. */
 static size_t take_jobs(struct pipeline *pl, uint64_t *seq)
 {
 	size_t want = 1, n = 0;
 	if (pl->ops.prep) {
-		uint64_t waiting = pl->tail - pl->next_run;
-		want = (size_t)((waiting + pl->nthreads - 1) / pl->nthreads);
+		uint64_t waiting = pl->tail - pl->next_run, share = 1 + (uint64_t)pl->idle;
+		want = (size_t)((waiting + share - 1) / share);
 		if (want > PIPELINE_BATCH)
 			want = PIPELINE_BATCH;
 	}
@@ -124,8 +126,11 @@ static void *worker_main(void *arg)
 	void *jobs[PIPELINE_BATCH];
 	pthread_mutex_lock(&pl->mu);
 	for (;;) {
-		while (!pl->quit && pl->next_run == pl->tail)
+		while (!pl->quit && pl->next_run == pl->tail) {
+			pl->idle++;
 			pthread_cond_wait(&pl->work_cv, &pl->mu);
+			pl->idle--;
+		}
 		if (pl->quit)
 			break;
 		size_t n = take_jobs(pl, seq);

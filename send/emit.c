@@ -27,6 +27,7 @@ struct sjob {
 	struct codec_spec c, to;    /* as stored, and as asked */
 	struct fbuf in;             /* the stored payload */
 	int vouched;                /* its pack's CRC-32C tail matched it */
+	int verified;               /* sjob_prep decoded it (into lbuf) and found its hash */
 	struct store_block_loc loc; /* where it was read */
 	uint8_t *lbuf, *sbuf;
 	size_t sbuf_cap;
@@ -116,6 +117,7 @@ static int sjob_get(struct snd *s, struct sjob **out)
 		}
 	}
 	j->kind = SJ_BLOCK;
+	j->verified = 0;
 	*out = j;
 	return 0;
 }
@@ -243,17 +245,21 @@ static int block_payload(struct snd *s, const uint8_t *hash, uint32_t lsize,
 /* On a worker: the stored block is checked (every block that leaves the
  * pool is), then goes through the storage rule for the codec asked (-c:
  * its own, so it is kept): a zero block is encoded rather than made a
- * hole, as the receiver's blocklist names it. Where the pack's CRC-32C
- * vouches for the stored bytes (store_block_read_stored), that is the
- * check and the block is only decoded: the receiver decodes and hashes
- * every block it takes, so a second cryptographic pass here would only
- * repeat it. Else the block is decoded and hashed here. */
+ * hole, as the receiver's blocklist names it. For -c and --compress,
+ * where the pack's CRC-32C vouches for the stored bytes
+ * (store_block_read_stored), that is the check and the block is only
+ * decoded: the receiver decodes and hashes every block it takes, so a
+ * second cryptographic pass here would only repeat it. Else (and always
+ * for a plain stream) the block is decoded and hashed here, or was with
+ * others by sjob_prep. */
 static int sjob_fn(void *jv, void *ctx)
 {
 	struct sjob *j = jv;
 	struct store_block out;
 	int r;
-	if (!j->vouched)
+	if (j->verified)
+		r = 0;
+	else if (!j->vouched)
 		r = store_block_verify(j->c, j->in.data, j->in.len, j->lsize, j->hash, j->lbuf,
 				       STREAM_BLOCK_MAX);
 	else if (j->c.id == CODEC_OFF)
@@ -321,7 +327,32 @@ static void sjob_release(void *jv, void *ctx)
 	free(j->sbuf);
 }
 
-static const struct pipeline_ops sjob_ops = {sjob_fn, sjob_done, NULL, sjob_release, NULL};
+/* On a worker, before it runs jobs[0..n): the blocks among them that
+ * their pack's CRC does not vouch for are decoded and hashed together,
+ * eight at a time; sjob_fn checks again, and names, any that fails. */
+static void sjob_prep(void *const *jobs, size_t n, void *ctx)
+{
+	struct store_block_check v[PIPELINE_BATCH];
+	struct sjob *of[PIPELINE_BATCH];
+	size_t m = 0;
+	for (size_t i = 0; i < n && m < PIPELINE_BATCH; i++) {
+		struct sjob *j = jobs[i];
+		if (j->kind != SJ_BLOCK || j->vouched)
+			continue;
+		v[m] = (struct store_block_check){.c = j->c, .payload = j->in.data,
+						  .psize = j->in.len, .lsize = j->lsize,
+						  .hash = j->hash, .scratch = j->lbuf,
+						  .scratch_cap = STREAM_BLOCK_MAX};
+		of[m++] = j;
+	}
+	if (m < 2)
+		return; /* nothing to share: the job checks its own */
+	store_block_verify_many(v, m);
+	for (size_t q = 0; q < m; q++)
+		of[q]->verified = v[q].ok;
+}
+
+static const struct pipeline_ops sjob_ops = {sjob_fn, sjob_done, NULL, sjob_release, sjob_prep};
 
 /* Encodes every block in flight: before any record that follows them. */
 int send_blocks_drain(struct snd *s)
@@ -349,15 +380,25 @@ static int pend_submit(struct snd *s, const uint8_t *hash, uint32_t lsize)
 	int r;
 	if ((r = sjob_get(s, &j)) < 0)
 		return r;
-	if ((r = store_block_read_stored(s->rd, hash, s->prefer, &j->c, &ls, &j->in,
+	/* a plain stream's blocks are logical: a raw copy, where the pool has
+	 * one, needs no decoding */
+	struct codec_spec prefer = s->flags & STREAM_F_COMPRESSED ? s->prefer
+								  : (struct codec_spec){CODEC_OFF, 0};
+	if ((r = store_block_read_stored(s->rd, hash, prefer, &j->c, &ls, &j->in,
 					 &j->vouched)) < 0)
 		return send_damage(s, hash, r);
 	store_reader_last_loc(s->rd, &j->loc);
+	/* a plain stream is decoded and hashed here whatever the CRC says:
+	 * no receiver need check it after (a file, another tool) */
+	if (!(s->flags & STREAM_F_COMPRESSED))
+		j->vouched = 0;
 	if (ls != lsize)
 		return ferry_err(FERR_CORRUPT, "block is %u bytes, its blocklist says %u", ls, lsize);
 	memcpy(j->hash, hash, FERRY_HASH_LEN);
 	j->lsize = lsize;
-	j->to = s->o->flags & SEND_RECOMPRESS ? s->o->codec : j->c; /* -c: as stored */
+	/* --compress: that codec; -c: as stored; a plain stream: logical */
+	j->to = s->o->flags & SEND_RECOMPRESS ? s->o->codec
+		: s->flags & STREAM_F_COMPRESSED ? j->c : (struct codec_spec){CODEC_OFF, 0};
 	if (j->vouched && codec_equal(j->to, j->c)) {
 		/* kept as stored, and vouched for by its CRC: nothing for a
 		 * worker to do, so its WRITE goes out from here, or, with
@@ -385,14 +426,12 @@ static int pend_submit(struct snd *s, const uint8_t *hash, uint32_t lsize)
 	return pipeline_submit(s->pl, j);
 }
 
-/* The pipeline for -c and --compress, which check (and recompress) the
- * stored blocks on every core; with one core the jobs run inline (a
- * worker would only add hand-offs). */
+/* The pipeline that checks (and decodes, or recompresses) the stored
+ * blocks on every core; with one core the jobs run inline (a worker
+ * would only add hand-offs). */
 int send_blocks_init(struct snd *s, unsigned flags)
 {
 	unsigned threads = pipeline_threads(0);
-	if (!(flags & (SEND_RECOMPRESS | SEND_COMPRESSED)))
-		return 0;
 	return pipeline_new(&s->pl, threads > 1 ? threads : 0, threads * 4, sizeof(struct sjob),
 			    &sjob_ops, s);
 }
@@ -426,7 +465,8 @@ int send_emit_block(struct snd *s, const uint8_t *hash, uint64_t len)
 		}
 		return put_byref(s, hash, (uint32_t)len);
 	}
-	if (s->flags & STREAM_F_COMPRESSED)
+	/* (a plain dry run reads no data; -c's counts the stored sizes) */
+	if (s->enc || (s->flags & STREAM_F_COMPRESSED))
 		return pend_submit(s, hash, (uint32_t)len);
 	struct stream_write w;
 	memset(&w, 0, sizeof w);
