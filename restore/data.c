@@ -340,6 +340,15 @@ int rst_queue_file(struct rst *r, int fd, const struct node_entry *e)
 	return pipeline_submit(r->pl, j);
 }
 
+int rst_queue_data(struct rst *r, int fd, const char *path, const struct node_entry *e)
+{
+	struct pctx pc = {r, fd, path};
+	if (!e->size || !e->child_type)
+		return 0;
+	return node_bl_walk(rst_rd_node, r->rd, e->child_type, e->child, e->size, queue_extent,
+			    &pc);
+}
+
 struct first_ext {
 	int n;
 	struct node_extent x;

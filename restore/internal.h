@@ -145,6 +145,10 @@ int rst_write_data(struct rst *r, int fd, const struct node_entry *e, int fill_h
 int rst_drain(struct rst *r);
 /* Queues the data of file e, open on fd (taken: its END job closes it). */
 int rst_queue_file(struct rst *r, int fd, const struct node_entry *e) FERRY_WUR;
+/* Queues the data of e into fd, not taken (a volume's image: no END
+ * job), holes and zero blocks left as holes; path names the file in
+ * errors. fd and path must stay until rst_drain has collected them. */
+int rst_queue_data(struct rst *r, int fd, const char *path, const struct node_entry *e) FERRY_WUR;
 /* A file of at most one block, name in dirfd: created, written and
  * finished on a worker. */
 int rst_queue_small(struct rst *r, int dirfd, const char *name, const struct node_entry *e) FERRY_WUR;

@@ -14,7 +14,9 @@
 #include "internal.h"
 
 /* Writes the volume into fd (the device, or the image's temporary file)
- * and makes it durable; an image also gets the volume's attributes. */
+ * and makes it durable; an image also gets the volume's attributes. An
+ * image's blocks are decoded, checked and written on the workers (its
+ * holes stay holes); a device's on this thread, holes written as zeros. */
 static int volume_write(struct rst *r, int fd, const char *path, const struct node_entry *e,
 			int blk)
 {
@@ -26,8 +28,24 @@ static int volume_write(struct rst *r, int fd, const char *path, const struct no
 		/* refused before a byte is written, not at the first short write */
 		return ferry_err(FERR_INVAL, "block device '%s' holds %llu bytes; the volume needs %llu",
 				 path, (unsigned long long)devsize, (unsigned long long)e->size);
-	if ((rc = rst_write_data(r, fd, e, blk)) < 0)
-		return rc;
+	if (blk) {
+		if ((rc = rst_write_data(r, fd, e, 1)) < 0)
+			return rc;
+	} else {
+		if ((rc = rst_queue_data(r, fd, path, e)) < 0) {
+			/* every job done with fd before it closes; rc is the
+			 * failure to report */
+			struct ferry_errsave es;
+			ferry_err_save(&es);
+			(void)rst_drain(r);
+			ferry_err_restore(&es);
+			return rc;
+		}
+		if ((rc = rst_drain(r)) < 0)
+			return rc;
+		if (ftruncate(fd, (off_t)e->size) != 0)
+			return ferry_err_errno(errno, "cannot set the size of '%s'", path);
+	}
 	if (!blk)
 		rst_set_attrs_fd(r, fd, e, 0);
 	return io_fsync(fd, path);
@@ -57,6 +75,13 @@ int rst_volume(struct rst *r, const char *path, const struct node_entry *e)
 	}
 	if (!inplace && !target && !(target = strdup(path)))
 		return ferry_err(FERR_NOMEM, "restoring '%s'", path);
+	/* 32 jobs in flight, and the one being filled */
+	if (!blk && !r->pl &&
+	    (rc = pipeline_new(&r->pl, pipeline_threads(0), 33, sizeof(struct rjob), &rst_job_ops,
+			       r)) < 0) {
+		free(target);
+		return rc;
+	}
 	if (inplace) {
 		if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0)
 			return ferry_err_errno(errno, "cannot open '%s'", path);
