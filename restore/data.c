@@ -105,30 +105,26 @@ static int rjob_small(struct rst *rs, struct rjob *j)
 	return r;
 }
 
+/* rjob_prep's view of a job: its block, if it has one to check. */
+static int rjob_check(void *jv, struct store_block_check *c)
+{
+	struct rjob *j = jv;
+	if (!(j->kind == RJ_DATA || (j->kind == RJ_SMALL && j->has_data)) || rjob_out(j) < 0)
+		return 0;
+	*c = (struct store_block_check){.c = j->c, .payload = j->payload.data,
+					.psize = j->payload.len, .lsize = j->lsize, .hash = j->hash,
+					.scratch = j->out,
+					.scratch_cap = j->c.id != CODEC_OFF ? j->outcap : 0,
+					.mark = &j->verified};
+	return 1;
+}
+
 /* On a worker, before it runs jobs[0..n): every block among them is
- * decoded and checked against its hash at once, eight hashes at a time
- * (store_block_verify_many); rjob_data checks again, and names, any that
- * did not pass. */
+ * decoded and checked against its hash at once, eight hashes at a time;
+ * rjob_data checks again, and names, any that did not pass. */
 static void rjob_prep(void *const *jobs, size_t n, void *ctx)
 {
-	struct store_block_check v[PIPELINE_BATCH];
-	struct rjob *of[PIPELINE_BATCH];
-	size_t m = 0;
-	for (size_t i = 0; i < n && m < PIPELINE_BATCH; i++) {
-		struct rjob *j = jobs[i];
-		if (!(j->kind == RJ_DATA || (j->kind == RJ_SMALL && j->has_data)) || rjob_out(j) < 0)
-			continue;
-		v[m] = (struct store_block_check){.c = j->c, .payload = j->payload.data,
-						  .psize = j->payload.len, .lsize = j->lsize,
-						  .hash = j->hash, .scratch = j->out,
-						  .scratch_cap = j->c.id != CODEC_OFF ? j->outcap : 0};
-		of[m++] = j;
-	}
-	if (m < 2)
-		return; /* nothing to share: the job checks its own */
-	store_block_verify_many(v, m);
-	for (size_t q = 0; q < m; q++)
-		of[q]->verified = v[q].ok;
+	store_block_verify_jobs(jobs, n, rjob_check);
 }
 
 static int rjob_fn(void *jv, void *ctx)

@@ -327,29 +327,25 @@ static void sjob_release(void *jv, void *ctx)
 	free(j->sbuf);
 }
 
+/* sjob_prep's view of a job: its block, unless its pack's CRC vouches
+ * for it. */
+static int sjob_check(void *jv, struct store_block_check *c)
+{
+	struct sjob *j = jv;
+	if (j->kind != SJ_BLOCK || j->vouched)
+		return 0;
+	*c = (struct store_block_check){.c = j->c, .payload = j->in.data, .psize = j->in.len,
+					.lsize = j->lsize, .hash = j->hash, .scratch = j->lbuf,
+					.scratch_cap = STREAM_BLOCK_MAX, .mark = &j->verified};
+	return 1;
+}
+
 /* On a worker, before it runs jobs[0..n): the blocks among them that
  * their pack's CRC does not vouch for are decoded and hashed together,
  * eight at a time; sjob_fn checks again, and names, any that fails. */
 static void sjob_prep(void *const *jobs, size_t n, void *ctx)
 {
-	struct store_block_check v[PIPELINE_BATCH];
-	struct sjob *of[PIPELINE_BATCH];
-	size_t m = 0;
-	for (size_t i = 0; i < n && m < PIPELINE_BATCH; i++) {
-		struct sjob *j = jobs[i];
-		if (j->kind != SJ_BLOCK || j->vouched)
-			continue;
-		v[m] = (struct store_block_check){.c = j->c, .payload = j->in.data,
-						  .psize = j->in.len, .lsize = j->lsize,
-						  .hash = j->hash, .scratch = j->lbuf,
-						  .scratch_cap = STREAM_BLOCK_MAX};
-		of[m++] = j;
-	}
-	if (m < 2)
-		return; /* nothing to share: the job checks its own */
-	store_block_verify_many(v, m);
-	for (size_t q = 0; q < m; q++)
-		of[q]->verified = v[q].ok;
+	store_block_verify_jobs(jobs, n, sjob_check);
 }
 
 static const struct pipeline_ops sjob_ops = {sjob_fn, sjob_done, NULL, sjob_release, sjob_prep};

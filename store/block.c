@@ -312,9 +312,28 @@ void store_block_verify_many(struct store_block_check *v, size_t k)
 		hash_blake2b_many(h, p, n, m);
 		for (size_t q = 0; q < m; q++)
 			v[at[q]].ok = memcmp(h[q], v[at[q]].hash, FERRY_HASH_LEN) == 0;
+		for (size_t i = 0; i < take; i++)
+			if (v[i].mark)
+				*v[i].mark = v[i].ok;
 		if (bad)
 			ferry_err_clear(); /* its message is store_block_verify's to give */
 		v += take;
 		k -= take;
 	}
+}
+
+void store_block_verify_jobs(void *const *jobs, size_t n,
+			     int (*check)(void *job, struct store_block_check *c))
+{
+	struct store_block_check v[STORE_PRECHECK_MAX];
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		memset(&v[m], 0, sizeof v[m]);
+		if (check(jobs[i], &v[m]) == 1 && ++m == STORE_PRECHECK_MAX) {
+			store_block_verify_many(v, m);
+			m = 0;
+		}
+	}
+	if (m >= 2) /* one alone gains nothing: its job checks it */
+		store_block_verify_many(v, m);
 }

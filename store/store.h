@@ -787,12 +787,20 @@ struct store_block_check {
 	const uint8_t *hash;
 	void *scratch;
 	size_t scratch_cap;
-	int ok; /* out: 1 when store_block_verify would return 0 */
+	int ok;    /* out: 1 when store_block_verify would return 0 */
+	int *mark; /* NULL, or where ok is copied too */
 };
 /* store_block_verify for k blocks at once, their hashes eight at a time
- * (hash_blake2b_many). Sets v[i].ok; a block not ok gets no message here:
- * store_block_verify, run on it, says what is wrong. Thread-safe. */
+ * (hash_blake2b_many). Sets v[i].ok (and *v[i].mark); a block not ok gets
+ * no message here: store_block_verify, run on it, says what is wrong.
+ * Thread-safe. */
 void store_block_verify_many(struct store_block_check *v, size_t k);
+/* For a pipeline's prep (lib.h): check(job, c) fills c for a job with a
+ * block to verify (its mark: where the job keeps the verdict, left as it
+ * was unless set) and returns 1, or returns 0; when two or more do, their
+ * blocks go through store_block_verify_many together. */
+void store_block_verify_jobs(void *const *jobs, size_t n,
+			     int (*check)(void *job, struct store_block_check *c));
 /* Where a stored block lies. */
 struct store_block_loc {
 	char pack[64];
