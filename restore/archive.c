@@ -17,6 +17,7 @@
 
 struct ar {
 	struct archive *a;
+	struct pipeline *pl;    /* blocks checked on the workers, written in order here */
 	struct store_reader *rd;
 	const struct restore_opts *o;
 	struct restore_stats *st;
@@ -48,34 +49,143 @@ static int sel(struct ar *w)
 				w->path.len, w->found);
 }
 
-static int emit_extent(void *arg, const struct node_extent *x, uint64_t off)
+/* ---- file data: each block decoded and checked on a worker (eight hashes
+ * at a time), written to the archive in order on this thread ------------- */
+
+struct ajob {
+	int hole;                   /* len zero bytes to write, no block */
+	uint64_t len;
+	struct codec_spec c;        /* the block as stored */
+	uint32_t lsize;
+	uint8_t hash[FERRY_HASH_LEN];
+	struct fbuf payload;
+	struct store_block_loc loc; /* where it was read, for errors */
+	uint8_t *out;               /* STORE_BLOCK_MAX: the decoded block */
+	int verified;               /* ajob_prep found it to match its hash */
+};
+
+/* Writes len zero bytes to the archive (zip has no holes; pax's writer
+ * drops them by the entry's sparse map). */
+static int write_zeros(struct ar *w, uint64_t len)
 {
-	struct ar *w = arg;
-	int r;
-	size_t want = x->hole ? (1u << 20) : (size_t)x->len;
-	if (w->bufcap < want) {
-		uint8_t *nb = realloc(w->buf, want);
+	if (w->bufcap < (1u << 20)) {
+		uint8_t *nb = realloc(w->buf, 1u << 20);
 		if (!nb)
 			return ferry_err(FERR_NOMEM, "writing an archive");
 		w->buf = nb;
-		w->bufcap = want;
+		w->bufcap = 1u << 20;
 	}
-	if (x->hole) {
-		memset(w->buf, 0, w->bufcap);
-		for (uint64_t done = 0; done < x->len;) {
-			size_t k = x->len - done < w->bufcap ? (size_t)(x->len - done) : w->bufcap;
-			if (archive_write_data(w->a, w->buf, k) != (la_ssize_t)k)
-				return ar_err(w, "writing archive data");
-			done += k;
-		}
-		return 0;
+	memset(w->buf, 0, w->bufcap);
+	for (uint64_t done = 0; done < len;) {
+		size_t k = len - done < w->bufcap ? (size_t)(len - done) : w->bufcap;
+		if (archive_write_data(w->a, w->buf, k) != (la_ssize_t)k)
+			return ar_err(w, "writing archive data");
+		done += k;
 	}
-	if ((r = store_block_read(w->rd, x->hash, w->buf, (size_t)x->len)) < 0)
-		return r;
-	if (archive_write_data(w->a, w->buf, (size_t)x->len) != (la_ssize_t)x->len)
-		return ar_err(w, "writing archive data");
-	w->st->bytes += x->len;
 	return 0;
+}
+
+/* On a worker: the block checked against its hash (decoded into out),
+ * unless ajob_prep did; a damaged block is named with its pack and offset. */
+static int ajob_run(void *jv, void *ctx)
+{
+	struct ajob *j = jv;
+	int r;
+	if (j->hole || j->verified)
+		return 0;
+	if ((r = store_block_verify(j->c, j->payload.data, j->payload.len, j->lsize, j->hash,
+				    j->out, STORE_BLOCK_MAX)) < 0)
+		return store_block_damage(j->hash, &j->loc, r);
+	return 0;
+}
+
+/* ajob_prep's view of a job: its block, if it has one. */
+static int ajob_check(void *jv, struct store_block_check *c)
+{
+	struct ajob *j = jv;
+	if (j->hole)
+		return 0;
+	*c = (struct store_block_check){.c = j->c, .payload = j->payload.data,
+					.psize = j->payload.len, .lsize = j->lsize, .hash = j->hash,
+					.scratch = j->out, .scratch_cap = STORE_BLOCK_MAX,
+					.mark = &j->verified};
+	return 1;
+}
+
+static void ajob_prep(void *const *jobs, size_t n, void *ctx)
+{
+	store_block_verify_jobs(jobs, n, ajob_check);
+}
+
+/* A block back, in order: its content to the archive. */
+static int ajob_done(void *jv, int res, void *ctx)
+{
+	struct ar *w = ctx;
+	struct ajob *j = jv;
+	if (res < 0)
+		return res;
+	if (j->hole)
+		return write_zeros(w, j->len);
+	const void *src = j->c.id == CODEC_OFF ? j->payload.data : j->out;
+	if (archive_write_data(w->a, src, j->lsize) != (la_ssize_t)j->lsize)
+		return ar_err(w, "writing archive data");
+	w->st->bytes += j->lsize;
+	return 0;
+}
+
+static void ajob_release(void *jv, void *ctx)
+{
+	struct ajob *j = jv;
+	fbuf_release(&j->payload);
+	free(j->out);
+}
+
+static const struct pipeline_ops ajob_ops = {ajob_run, ajob_done, NULL, ajob_release, ajob_prep};
+
+/* Queues extent x of the file being written: a block read as stored, or
+ * a hole's zeros (after the blocks before it). ajob_done writes them. */
+static int emit_extent(void *arg, const struct node_extent *x, uint64_t off)
+{
+	struct ar *w = arg;
+	struct ajob *j;
+	void *jv;
+	uint32_t ls;
+	int r;
+	if ((r = pipeline_job(w->pl, &jv)) < 0)
+		return r;
+	j = jv;
+	if (!j->out) {
+		fbuf_init(&j->payload, STORE_BLOCK_MAX);
+		if (!(j->out = malloc(STORE_BLOCK_MAX)))
+			return ferry_err(FERR_NOMEM, "writing an archive");
+	}
+	j->hole = x->hole;
+	j->len = x->len;
+	j->verified = 0;
+	if (x->hole)
+		return pipeline_submit_done(w->pl, j);
+	if ((r = store_block_read_stored(w->rd, x->hash, (struct codec_spec){CODEC_OFF, 0}, &j->c,
+					 &ls, &j->payload, NULL)) < 0)
+		return r; /* the slot, not submitted, is handed out again */
+	if (ls != x->len)
+		return ferry_err(FERR_CORRUPT, "block is %u bytes, expected %llu", ls,
+				 (unsigned long long)x->len);
+	store_reader_last_loc(w->rd, &j->loc);
+	j->lsize = ls;
+	memcpy(j->hash, x->hash, FERRY_HASH_LEN);
+	return pipeline_submit(w->pl, j);
+}
+
+/* Writes e's data to the archive: every block in order, all written
+ * before this returns (the next entry's header follows). */
+static int emit_data(struct ar *w, const struct node_entry *e)
+{
+	int r = node_bl_walk(rd_node, w->rd, e->child_type, e->child, e->size, emit_extent, w);
+	if (r < 0) {
+		pipeline_cancel(w->pl);
+		return r;
+	}
+	return pipeline_drain(w->pl);
 }
 
 /* A file's sparse map: one entry per run of adjacent data extents. At most
@@ -261,7 +371,7 @@ static int emit_entry(struct ar *w, const struct node_entry *e, int s)
 		goto out;
 	}
 	if (e->ftype == NODE_F_REG && !first && e->size && e->child_type &&
-	    (r = node_bl_walk(rd_node, w->rd, e->child_type, e->child, e->size, emit_extent, w)) < 0)
+	    (r = emit_data(w, e)) < 0)
 		goto out;
 	if (e->ftype == NODE_F_REG && e->link_id && !first) {
 		if ((r = VEC_GROW(w->links, w->caplinks, w->nlinks, 64, "writing an archive")) < 0)
@@ -389,6 +499,9 @@ int restore_archive(struct store_pool *p, struct store_reader *rd, const struct 
 		r = ar_err(&w, "opening the archive");
 		goto out;
 	}
+	/* 32 blocks in flight, and the one being read */
+	if ((r = pipeline_new(&w.pl, pipeline_threads(0), 33, sizeof(struct ajob), &ajob_ops, &w)) < 0)
+		goto out;
 	if ((r = emit_tree(&w, root)) < 0)
 		goto out;
 	for (size_t i = 0; i < o->nfiles; i++)
@@ -402,6 +515,7 @@ int restore_archive(struct store_pool *p, struct store_reader *rd, const struct 
 		r = ferry_err(FERR_PARTIAL, "restored with %llu warnings",
 			      (unsigned long long)st->warnings);
 out:
+	pipeline_free(w.pl); /* before the archive its jobs write to */
 	if (w.a)
 		archive_write_free(w.a);
 	for (size_t i = 0; i < w.nlinks; i++)
