@@ -12,7 +12,10 @@
 
 #include "internal.h"
 
-#define PULL_CHUNK (64u << 10)
+/* stream_decoder_pull's input buffer: big enough that a record (a WRITE
+ * of up to STREAM_BLOCK_MAX) is whole in it far more often than not, so
+ * its payload is borrowed from it rather than copied (see pull). */
+#define PULL_CHUNK STREAM_PULL_CHUNK
 
 enum dstate { D_HEADER, D_PAYLOAD, D_TRAILER, D_DONE, D_FAILED };
 
@@ -27,6 +30,10 @@ struct stream_decoder {
 	uint32_t len;
 	int skip;
 	size_t pay_have;
+	/* the payload when it is whole in the chunk being fed (pull only):
+	 * borrowed, not copied into pay */
+	const uint8_t *pay_at;
+	int borrow;
 	uint8_t trl[STREAM_TRAILER_LEN];
 	size_t trl_have;
 	struct fbuf pay;
@@ -143,6 +150,7 @@ static int on_header(struct stream_decoder *d)
 	d->crc = 0;
 	fbuf_reset(&d->pay);
 	d->pay_have = 0;
+	d->pay_at = NULL;
 	d->trl_have = 0;
 	d->state = d->len ? D_PAYLOAD : D_TRAILER;
 	return 0;
@@ -154,15 +162,15 @@ static int on_record(struct stream_decoder *d, struct stream_record *rec)
 {
 	struct vctx c = ctx(d);
 	uint8_t s[FERRY_HASH_LEN];
-	const uint8_t *digest = NULL;
+	const uint8_t *digest = NULL, *pay = d->pay_at ? d->pay_at : d->pay.data;
 	int r;
 
 	if (d->index == 0) {
-		if ((r = stream_check_first(&c, d->pay.data, d->pay.len)) < 0)
+		if ((r = stream_check_first(&c, pay, d->len)) < 0)
 			return r;
-		d->version = get_le16(d->pay.data + 8);
+		d->version = get_le16(pay + 8);
 		stream_chain_iv(d->version, d->chain);
-		stream_chain_record(d->version, d->chain, d->hdr, d->pay.data, d->len, s);
+		stream_chain_record(d->version, d->chain, d->hdr, pay, d->len, s);
 	} else {
 		if (d->pfx < d->len) {
 			uint8_t crc[4];
@@ -175,7 +183,7 @@ static int on_record(struct stream_decoder *d, struct stream_record *rec)
 		return vfail(&c, 0, "trailer mismatch: the record is damaged, out of order, "
 			     "or from another stream");
 	if (!d->skip) {
-		if ((r = stream_parse(&c, d->pay.data, d->len, d->verify, &d->aux, rec)) < 0)
+		if ((r = stream_parse(&c, pay, d->len, d->verify, &d->aux, rec)) < 0)
 			return r;
 		if (rec->type == STREAM_WRITE && d->index > 0 && d->pfx == WRITE_FIXED &&
 		    d->pfx < d->len) {
@@ -247,7 +255,11 @@ int stream_decoder_feed(struct stream_decoder *d, const void *in, size_t n, size
 				hash_update(&d->h, p + i, a);
 				d->crc = crc32c_update(d->crc, p + i + a, take - a);
 			}
-			if (!d->skip && (r = fbuf_append(&d->pay, p + i, take)) < 0)
+			if (d->skip)
+				;
+			else if (d->borrow && d->pay_have == 0 && take == d->len)
+				d->pay_at = p + i; /* whole here: the caller's chunk stays */
+			else if ((r = fbuf_append(&d->pay, p + i, take)) < 0)
 				goto out;
 			d->pay_have += take;
 			i += take;
@@ -335,6 +347,16 @@ int stream_decoder_finish(struct stream_decoder *d)
 	return fail(d, r);
 }
 
+/* The length of the record whose first have (< its whole) bytes are at
+ * p, or of its header while that is not whole: how much of it pull wants
+ * in the chunk at once. Only a hint; the decoder checks the header. */
+static size_t record_want(const uint8_t *p, size_t have)
+{
+	if (have < STREAM_HDR_LEN)
+		return STREAM_HDR_LEN;
+	return STREAM_HDR_LEN + (size_t)get_le32(p + 4) + STREAM_TRAILER_LEN;
+}
+
 int stream_decoder_pull(struct stream_decoder *d, struct stream_source *src,
 			struct stream_record *rec)
 {
@@ -346,9 +368,38 @@ int stream_decoder_pull(struct stream_decoder *d, struct stream_source *src,
 	if (!d->in && !(d->in = malloc(PULL_CHUNK)))
 		return fail(d, ferry_err(FERR_NOMEM, "stream decoder: out of memory"));
 	for (;;) {
+		size_t have = d->in_len - d->in_off;
+		/* Between records, a record that would fit the chunk but is
+		 * not whole in it yet: its start moves to the chunk's front
+		 * (when the room after it is too small) and the source is
+		 * read for the rest, so its payload is borrowed, not copied.
+		 * A read happens only for the record in progress, as before:
+		 * no more is asked of the source than it needs. */
+		if (d->state == D_HEADER && d->hdr_have == 0) {
+			size_t want = record_want(d->in + d->in_off, have);
+			if (have < want && want <= PULL_CHUNK) {
+				if (d->in_off + want > PULL_CHUNK) {
+					memmove(d->in, d->in + d->in_off, have);
+					d->in_off = 0;
+					d->in_len = have;
+				}
+				if ((r = stream_source_read(src, d->in + d->in_len,
+							    PULL_CHUNK - d->in_len, &got)) < 0)
+					return fail(d, r);
+				d->in_len += got;
+				if (got)
+					continue;
+				if (!have)
+					return stream_decoder_finish(d);
+				/* the end of input inside the record: fed, then
+				 * finished below */
+			}
+		}
 		if (d->in_off < d->in_len) {
+			d->borrow = 1;
 			r = stream_decoder_feed(d, d->in + d->in_off, d->in_len - d->in_off, &used,
 						rec);
+			d->borrow = 0;
 			if (r < 0)
 				return r;
 			d->in_off += used;

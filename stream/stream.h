@@ -45,7 +45,9 @@
 #define STREAM_PAYLOAD_MAX (36u + STREAM_NODE_MAX)
 /* Upper bound of a decoder's heap use: one payload, the parsed copy of a
  * BEGIN or DATASET, and the input chunk of stream_decoder_pull. */
-#define STREAM_DECODER_MEM_MAX (STREAM_PAYLOAD_MAX + (8u << 20) + (64u << 10) + 2u)
+/* stream_decoder_pull's input chunk */
+#define STREAM_PULL_CHUNK (1u << 20)
+#define STREAM_DECODER_MEM_MAX (STREAM_PAYLOAD_MAX + (8u << 20) + STREAM_PULL_CHUNK + 2u)
 /* Size of a buffer for a resume token, terminating NUL included. */
 #define STREAM_TOKEN_MAX 615
 

@@ -556,6 +556,115 @@ static void test_memory_flat(void **state)
 	fbuf_release(&s);
 }
 
+/* stream_decoder_pull borrows a payload that is whole in its input
+ * chunk (and reads a record's rest behind its start for that) and copies
+ * one too big for the chunk: the same records either way, at any read
+ * size the source gives, and every cut an error naming the truncation. */
+#define PULL_SIZES 7
+static const uint32_t pull_psize[PULL_SIZES] = {1, 300, 65536, 200003, 900000,
+						  STREAM_PULL_CHUNK - 100, STREAM_BLOCK_MAX};
+
+static void build_pull(struct fbuf *out, uint8_t *data, uint8_t (*hs)[FERRY_HASH_LEN],
+		       unsigned n)
+{
+	struct stream_encoder *e;
+	struct stream_begin b = mkbegin("p/a", "s", 9, 0, hroot, 1);
+
+	b.flags = STREAM_F_COMPRESSED;
+	assert_int_equal(stream_encoder_new(&e, 0), 0);
+	assert_int_equal(stream_encode_begin(e, &b, out), 0);
+	for (unsigned i = 0; i < n; i++) {
+		/* opaque gzip bytes: the decoder checks no block content */
+		struct stream_write w = mkwrite(hs[i], STREAM_BLOCK_MAX, STREAM_CODEC_GZIP, 7,
+						data, pull_psize[i]);
+		int r = stream_encode_write(e, &w, out);
+		if (r != 0)
+			fail_msg("%u: %s", i, ferry_errmsg(r));
+	}
+	assert_int_equal(stream_encode_node(e, 1, rootbuf, sizeof(rootbuf), out), 0);
+	assert_int_equal(stream_encode_end(e, out), 0);
+	stream_encoder_free(e);
+}
+
+/* Pulls s[0..n) from a source giving at most chunk bytes a read (0: as
+ * many as asked); checks each WRITE against data. Returns the final
+ * status, the records in *nrec and the decoder's footprint in *fp. */
+static int pull_all(const struct fbuf *s, size_t n, size_t chunk, const uint8_t *data,
+		    unsigned nw, uint64_t *nrec, size_t *fp)
+{
+	struct stream_decoder *d;
+	struct stream_source_mem src;
+	struct stream_record rec;
+	unsigned w = 0;
+	int r;
+
+	*nrec = 0;
+	assert_int_equal(stream_decoder_new(&d), 0);
+	stream_source_mem_init(&src, s->data, n, chunk);
+	while ((r = stream_decoder_pull(d, &src.base, &rec)) == 1) {
+		(*nrec)++;
+		if (rec.type != STREAM_WRITE)
+			continue;
+		assert_true(w < nw);
+		assert_int_equal(rec.write.psize, pull_psize[w]);
+		assert_memory_equal(rec.write.data, data, pull_psize[w]);
+		w++;
+	}
+	if (r == 0)
+		assert_int_equal(w, nw);
+	*fp = stream_decoder_footprint(d);
+	stream_decoder_free(d);
+	return r;
+}
+
+static void test_pull_borrow(void **state)
+{
+	static const size_t chunks[] = {0, 1, 7, 4093, 65536, 300000};
+	uint8_t(*hs)[FERRY_HASH_LEN] = calloc(PULL_SIZES, FERRY_HASH_LEN);
+	uint8_t *data = malloc(STREAM_BLOCK_MAX);
+	struct fbuf s;
+	uint64_t nrec;
+	size_t fp;
+
+	(void)state;
+	assert_non_null(hs);
+	assert_non_null(data);
+	fill(data, STREAM_BLOCK_MAX, 9);
+	for (unsigned i = 0; i < PULL_SIZES; i++)
+		fill(hs[i], FERRY_HASH_LEN, 100 + i);
+	fbuf_init(&s, 8u << 20);
+	/* every payload fits the chunk: all borrowed, none ever copied, so
+	 * no payload buffer is ever held (it would be >= 900,000 bytes) */
+	build_pull(&s, data, hs, PULL_SIZES - 1);
+	for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+		assert_int_equal(pull_all(&s, s.len, chunks[c], data, PULL_SIZES - 1, &nrec, &fp), 0);
+		assert_int_equal(nrec, PULL_SIZES - 1 + 3);
+		if (fp >= STREAM_PULL_CHUNK + 65536)
+			fail_msg("read size %zu: footprint %zu: a payload was copied", chunks[c], fp);
+	}
+	/* one record bigger than the chunk: copied, the rest still right */
+	fbuf_reset(&s);
+	build_pull(&s, data, hs, PULL_SIZES);
+	for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+		assert_int_equal(pull_all(&s, s.len, chunks[c], data, PULL_SIZES, &nrec, &fp), 0);
+		assert_int_equal(nrec, PULL_SIZES + 3);
+	}
+	/* cut anywhere (header, payload, trailer of small, borrowed and
+	 * copied records): truncated, never a record that is not whole */
+	for (size_t n = 0; n < s.len; n += 1 + rnd() % 40009) {
+		int r = pull_all(&s, n, 65536, data, PULL_SIZES, &nrec, &fp);
+		if (r != -FERR_TRUNCATED)
+			fail_msg("cut at %zu: %d %s", n, r, ferry_errmsg(r));
+	}
+	for (size_t k = 0; k < 40; k++) {
+		int r = pull_all(&s, s.len - 1 - k, 4093, data, PULL_SIZES, &nrec, &fp);
+		assert_int_equal(r, -FERR_TRUNCATED);
+	}
+	fbuf_release(&s);
+	free(data);
+	free(hs);
+}
+
 /* ---- damage ------------------------------------------------------------- */
 
 static void test_every_flip_detected(void **state)
@@ -1282,6 +1391,7 @@ int main(void)
 		cmocka_unit_test(test_max_records),
 		cmocka_unit_test(test_limit_4g_header),
 		cmocka_unit_test(test_memory_flat),
+		cmocka_unit_test(test_pull_borrow),
 		cmocka_unit_test(test_every_flip_detected),
 		cmocka_unit_test(test_every_cut_truncated),
 		cmocka_unit_test(test_trailing_and_sticky),
