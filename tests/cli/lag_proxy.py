@@ -1,19 +1,21 @@
-# tests/cli/lag_proxy.py PORTFILE LOG UPSERVER CUT LAG: forwards 127.0.0.1:* to
-# 127.0.0.1:UPSERVER, except the first upload (a PUT): its first CUT bytes
-# are held and the client's connection is reset; those bytes reach the
-# server only once the client's next GET /v1/receive/ has been answered,
-# and the server's connection is then reset. Until LAG seconds after
-# that, every later PUT waits before it is forwarded; other requests pass
-# at once. So the client, asking where the server stands right after the
-# cut, is always answered before the server has begun that receive, and
-# its next upload arrives once the server has taken it up: the order that
-# made a resumed upload meet a 409. Requests are told apart by the first
-# bytes of a client write, so a reused connection is followed too. One
-# log line per event.
-import socket, sys, threading, time
+# tests/cli/lag_proxy.py PORTFILE LOG UPSERVER CUT WAIT: forwards 127.0.0.1:*
+# to 127.0.0.1:UPSERVER, except the first upload (a PUT): its first CUT
+# bytes are held and the client's connection is reset; those bytes reach
+# the server only once the client's next GET /v1/receive/ has been
+# answered, and the server's connection is then reset. Every later PUT
+# waits until the server says (GET /v1/receive/DATASET, with the token in
+# FERRY_TOKEN) that it took that receive up: it runs, or it left a
+# partial receive; at most WAIT seconds. Other requests pass at once. So
+# the client, asking where the server stands right after the cut, is
+# always answered before the server has begun that receive, and its next
+# upload arrives once the server has taken it up: the order that made a
+# resumed upload meet a 409. Requests are told apart by the first bytes
+# of a client write, so a reused connection is followed too. One log line
+# per event.
+import http.client, json, os, socket, sys, threading, time
 import proxy_lib
 portfile, logf, upport = sys.argv[1], sys.argv[2], int(sys.argv[3])
-cut, lag = int(sys.argv[4]), float(sys.argv[5])
+cut, wait = int(sys.argv[4]), float(sys.argv[5])
 lock = threading.Lock()
 gate = threading.Event()
 gate.set()
@@ -36,8 +38,27 @@ def reset(x):
         pass
 
 
+def taken_up(dataset):
+    """True once the server runs a receive into dataset or holds one."""
+    try:
+        h = http.client.HTTPConnection("127.0.0.1", upport, timeout=5)
+        h.request("GET", "/v1/receive/" + dataset,
+                  headers={"Authorization": "Bearer " + os.environ["FERRY_TOKEN"]})
+        r = h.getresponse()
+        body = r.read()
+        h.close()
+        if r.status != 200:
+            return False
+        st = json.loads(body)
+        return st.get("receiving") is True or bool(st.get("receive_resume_token"))
+    except (OSError, ValueError):
+        return False
+
+
 def lagged(c, s, held):
     """The first PUT: held, the client reset, the bytes sent late."""
+    line = held.split(b" ", 2)[1].decode()
+    dataset = line[len("/v1/receive/"):].split("?")[0].split("@")[0]
     while len(held) < cut:
         data = c.recv(65536)
         if not data:
@@ -57,7 +78,14 @@ def lagged(c, s, held):
     time.sleep(0.2)
     reset(s)
     log("put forwarded late, server reset")
-    time.sleep(lag)
+    end = time.monotonic() + wait
+    while not taken_up(dataset):
+        if time.monotonic() > end:
+            log("the server did not take up the cut receive in %g s" % wait)
+            break
+        time.sleep(0.05)
+    else:
+        log("the server took up the cut receive")
     gate.set()
 
 
