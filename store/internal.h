@@ -272,6 +272,10 @@ int pack_rec_verify(const uint8_t *h, const struct pack_rec *x, const uint8_t *p
  * the pack open read-only, off the record's header); a pack that is
  * missing, of version 1 or unparsable has none, a damaged tail ends it. */
 typedef int (*pack_node_fn)(void *arg, int fd, uint64_t off, const struct pack_rec *x);
+/* The window pack_nodes_each reads a pack through: one pread for the
+ * headers of many records (a pread each took a fifth of a gc of 100,000
+ * files). */
+#define PACK_NODES_WIN ((size_t)1 << 20)
 int pack_nodes_each(struct store_pool *p, const char *name, pack_node_fn fn, void *arg) FERRY_WUR;
 /* The tables a state record holds, in order (records.c, recover.c). */
 struct rec_table {

@@ -157,9 +157,10 @@ int pack_rec_verify(const uint8_t *h, const struct pack_rec *x, const uint8_t *p
 int pack_nodes_each(struct store_pool *p, const char *name, pack_node_fn fn, void *arg)
 {
 	char path[PATH_MAX];
-	uint8_t h[PACK_CAT_HDR_LEN];
+	uint8_t *win = NULL;
 	struct stat sb;
-	size_t got;
+	size_t got, have = 0; /* win holds the pack's bytes [at, at + have) */
+	uint64_t at = 0;
 	int fd, r, version;
 	pack_path(p, name, path, sizeof path);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
@@ -168,11 +169,15 @@ int pack_nodes_each(struct store_pool *p, const char *name, pack_node_fn fn, voi
 		r = ferry_err_errno(errno, "cannot stat pack '%s'", path);
 		goto out;
 	}
-	if ((r = io_pread_full(fd, h, PACK_HDR_LEN, 0, &got)) < 0)
+	if (!(win = malloc(PACK_NODES_WIN))) {
+		r = ferry_err(FERR_NOMEM, "reading pack '%s'", name);
+		goto out;
+	}
+	if ((r = io_pread_full(fd, win, PACK_NODES_WIN, 0, &have)) < 0)
 		goto out;
 	/* a pack gc cannot parse is left as it is (scrub reports it): its
 	 * records are not gc's to judge */
-	if (got < PACK_HDR_LEN || pack_hdr_get(h, &version) < 0 || version < 2) {
+	if (have < PACK_HDR_LEN || pack_hdr_get(win, &version) < 0 || version < 2) {
 		ferry_err_clear();
 		r = 0;
 		goto out;
@@ -180,9 +185,16 @@ int pack_nodes_each(struct store_pool *p, const char *name, pack_node_fn fn, voi
 	uint64_t off = PACK_HDR_LEN, size = (uint64_t)sb.st_size;
 	while (off < size) {
 		struct pack_rec x;
-		if ((r = io_pread_full(fd, h, sizeof h, (off_t)off, &got)) < 0)
-			goto out;
-		if (pack_rec_parse(h, got, version, &x) < 0 || size - off < pack_rec_len(&x)) {
+		/* the record's header in the window, or the window moved to it
+		 * (short only at the end of the file) */
+		if (off + PACK_CAT_HDR_LEN > at + have) {
+			if ((r = io_pread_full(fd, win, PACK_NODES_WIN, (off_t)off, &have)) < 0)
+				goto out;
+			at = off;
+		}
+		got = at + have - off < PACK_CAT_HDR_LEN ? (size_t)(at + have - off) : PACK_CAT_HDR_LEN;
+		if (pack_rec_parse(win + (off - at), got, version, &x) < 0 ||
+		    size - off < pack_rec_len(&x)) {
 			ferry_err_clear(); /* a damaged tail: what follows is unreadable */
 			break;
 		}
@@ -192,6 +204,7 @@ int pack_nodes_each(struct store_pool *p, const char *name, pack_node_fn fn, voi
 	}
 	r = 0;
 out:
+	free(win);
 	close(fd);
 	return r;
 }

@@ -431,6 +431,114 @@ static void test_uncommitted_is_given_back(void **state)
  * transaction's commit fails, and a writer whose pending rows went with
  * it refuses to commit or save them (it would reference blocks it never
  * recorded, which gc would then free). */
+/* pack_nodes_each (gc's count and copy of live node records) reads a
+ * pack through a window of 1 MiB: it finds exactly the node records a
+ * plain parse of the whole file finds, at the same offsets, in packs of
+ * several MiB whose records straddle the window's edges. */
+struct seen {
+	size_t n, cap;
+	uint64_t *off;
+};
+
+static int seen_add(void *arg, int fd, uint64_t off, const struct pack_rec *x)
+{
+	struct seen *v = arg;
+	(void)fd;
+	assert_int_equal(x->kind, PACK_REC_NODE);
+	if (v->n == v->cap) {
+		v->cap = v->cap ? 2 * v->cap : 256;
+		v->off = realloc(v->off, v->cap * sizeof *v->off);
+		assert_non_null(v->off);
+	}
+	v->off[v->n++] = off;
+	return 0;
+}
+
+static void test_nodes_each_window(void **state)
+{
+	static uint8_t data[70000];
+	struct store_writer *w = NULL;
+	uint8_t root[FERRY_HASH_LEN], h[FERRY_HASH_LEN];
+	char dir[600], path[900];
+	size_t big = 0, total = 0, across = 0;
+	uint64_t x = 88172645463325252ull;
+	(void)state;
+	assert_int_equal(store_writer_new(P, &w), 0);
+	/* about 5 MiB of blocklist nodes, most of them tiny so that record
+	 * headers fall across the window's edges, and a few large ones (the
+	 * writer stores node bytes without decoding them) */
+	for (unsigned i = 0; i < 60000; i++) {
+		size_t len = i % 1000 == 999 ? 50000 + i / 1000 : 16 + (size_t)(x % 24);
+		for (size_t k = 0; k < len; k++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			data[k] = (uint8_t)x;
+		}
+		assert_int_equal(store_writer_put_node(w, NODE_BLOCKLIST, data, len, h), 0);
+	}
+	make_root(w, root);
+	assert_int_equal(store_writer_commit_snapshot(w, &DS, "window", root, 0, 0, NULL), 0);
+	store_writer_free(w);
+	snprintf(dir, sizeof dir, "%s/tank/packs", tmpdir);
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		size_t nl = strlen(de->d_name);
+		if (de->d_name[0] == '.' || nl < 6 || strcmp(de->d_name + nl - 5, ".pack"))
+			continue;
+		const char *name = de->d_name; /* as the catalogue names packs */
+		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+		/* the plain parse: the whole file in memory */
+		struct stat sb;
+		assert_int_equal(stat(path, &sb), 0);
+		uint8_t *all = malloc((size_t)sb.st_size + 1);
+		assert_non_null(all);
+		int fd = open(path, O_RDONLY);
+		assert_true(fd >= 0);
+		assert_int_equal(read(fd, all, (size_t)sb.st_size), sb.st_size);
+		close(fd);
+		int version;
+		assert_int_equal(pack_hdr_get(all, &version), 0);
+		struct seen want = {0, 0, NULL}, got = {0, 0, NULL};
+		uint64_t off = PACK_HDR_LEN, size = (uint64_t)sb.st_size;
+		while (off < size) {
+			struct pack_rec r;
+			size_t avail = size - off < PACK_CAT_HDR_LEN ? (size_t)(size - off)
+								     : PACK_CAT_HDR_LEN;
+			assert_int_equal(pack_rec_parse(all + off, avail, version, &r), 0);
+			assert_true(pack_rec_len(&r) <= size - off);
+			if (r.kind == PACK_REC_NODE)
+				assert_int_equal(seen_add(&want, -1, off, &r), 0);
+			off += pack_rec_len(&r);
+		}
+		/* the headers pack_nodes_each finds only partly in its window */
+		uint64_t at = 0, have = size < PACK_NODES_WIN ? size : PACK_NODES_WIN;
+		for (size_t k = 0; k < want.n; k++)
+			if (want.off[k] + PACK_CAT_HDR_LEN > at + have) {
+				/* fewer bytes of it than a node header's */
+				across += want.off[k] + PACK_NOD_HDR_LEN > at + have &&
+					  want.off[k] < at + have && at + have < size;
+				at = want.off[k];
+				have = size - at < PACK_NODES_WIN ? size - at : PACK_NODES_WIN;
+			}
+		assert_int_equal(pack_nodes_each(P, name, seen_add, &got), 0);
+		assert_int_equal(got.n, want.n);
+		if (want.n)
+			assert_memory_equal(got.off, want.off, want.n * sizeof *want.off);
+		total += want.n;
+		big += want.n && size > ((uint64_t)3 << 20);
+		free(want.off);
+		free(got.off);
+		free(all);
+	}
+	closedir(d);
+	assert_true(total >= 60000);
+	assert_true(big >= 1); /* the window moved more than once */
+	assert_true(across >= 1);
+}
+
 static void test_lost_rollbacks(void **state)
 {
 	static uint8_t d[6000], sc[8000];
@@ -485,6 +593,7 @@ int main(void)
 		cmocka_unit_test(test_corruption_detected),
 		cmocka_unit_test(test_uncommitted_is_given_back),
 		cmocka_unit_test(test_lost_rollbacks),
+		cmocka_unit_test(test_nodes_each_window),
 	};
 	if (ferry_lib_init() < 0)
 		return 1;
