@@ -22,7 +22,7 @@ struct ar {
 	const struct restore_opts *o;
 	struct restore_stats *st;
 	struct fbuf path;
-	uint8_t *buf;
+	uint8_t *buf;           /* zeros for holes (write_zeros) */
 	size_t bufcap;
 	struct {
 		uint64_t id;
@@ -68,14 +68,11 @@ struct ajob {
  * drops them by the entry's sparse map). */
 static int write_zeros(struct ar *w, uint64_t len)
 {
-	if (w->bufcap < (1u << 20)) {
-		uint8_t *nb = realloc(w->buf, 1u << 20);
-		if (!nb)
+	if (!w->buf) { /* zeros, made once: nothing else writes to it */
+		if (!(w->buf = calloc(1, 1u << 20)))
 			return ferry_err(FERR_NOMEM, "writing an archive");
-		w->buf = nb;
 		w->bufcap = 1u << 20;
 	}
-	memset(w->buf, 0, w->bufcap);
 	for (uint64_t done = 0; done < len;) {
 		size_t k = len - done < w->bufcap ? (size_t)(len - done) : w->bufcap;
 		if (archive_write_data(w->a, w->buf, k) != (la_ssize_t)k)

@@ -74,6 +74,15 @@ static int children(struct gc *g, int type)
 	return node_children(type, g->buf.data, g->buf.len, 0, push_child, g);
 }
 
+/* Ends the transaction gc began itself with BEGIN: COMMIT after r >= 0,
+ * else ROLLBACK; r, or the COMMIT's failure. */
+static int tx_end(struct gc *g, int r)
+{
+	if (cat_exec(g->p, r < 0 ? "ROLLBACK" : "COMMIT") < 0 && r >= 0)
+		r = -FERR_CATALOG;
+	return r;
+}
+
 static int mark_nodes(struct gc *g)
 {
 	sqlite3_stmt *st = NULL;
@@ -124,8 +133,7 @@ static int mark_nodes(struct gc *g)
 		if (r == 0)
 			r = children(g, type);
 	}
-	if (cat_exec(g->p, r < 0 ? "ROLLBACK" : "COMMIT") < 0 && r >= 0)
-		r = -FERR_CATALOG;
+	r = tx_end(g, r);
 	return r < 0 ? r : 0;
 }
 
@@ -588,16 +596,7 @@ static int sweep_packs(struct gc *g)
 		if (!v[i].keep && v[i].live * 2 <= v[i].size)
 			r = node_recs(g, v[i].name, -1, NULL, &v[i].nlive);
 	}
-	int e = cat_exec(g->p, "COMMIT");
-	if (e < 0) {
-		struct ferry_errsave saved;
-		ferry_err_save(&saved);
-		int rb = cat_exec(g->p, "ROLLBACK"); /* nothing to undo: the lock goes */
-		(void)rb;
-		ferry_err_restore(&saved);
-		if (r == 0)
-			r = e;
-	}
+	r = tx_end(g, r);
 	/* Dead packs first: deleting them frees space without writing any,
 	 * so on a full disk the rewrites below may then find room. */
 	for (size_t i = 0; i < n && r == 0; i++)

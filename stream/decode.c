@@ -12,11 +12,6 @@
 
 #include "internal.h"
 
-/* stream_decoder_pull's input buffer: big enough that a record (a WRITE
- * of up to STREAM_BLOCK_MAX) is whole in it far more often than not, so
- * its payload is borrowed from it rather than copied (see pull). */
-#define PULL_CHUNK STREAM_PULL_CHUNK
-
 enum dstate { D_HEADER, D_PAYLOAD, D_TRAILER, D_DONE, D_FAILED };
 
 struct stream_decoder {
@@ -102,7 +97,7 @@ uint64_t stream_decoder_skipped(const struct stream_decoder *d)
 size_t stream_decoder_footprint(const struct stream_decoder *d)
 {
 	return (d->pay.data ? d->pay.cap + 1 : 0) + (d->aux.data ? d->aux.cap + 1 : 0) +
-	       (d->in ? PULL_CHUNK : 0);
+	       (d->in ? STREAM_PULL_CHUNK : 0);
 }
 
 /* Makes the error sticky: later calls repeat code and message. */
@@ -255,11 +250,10 @@ int stream_decoder_feed(struct stream_decoder *d, const void *in, size_t n, size
 				hash_update(&d->h, p + i, a);
 				d->crc = crc32c_update(d->crc, p + i + a, take - a);
 			}
-			if (d->skip)
-				;
-			else if (d->borrow && d->pay_have == 0 && take == d->len)
-				d->pay_at = p + i; /* whole here: the caller's chunk stays */
-			else if ((r = fbuf_append(&d->pay, p + i, take)) < 0)
+			/* a payload whole in pull's chunk is borrowed from it */
+			if (!d->skip && d->borrow && d->pay_have == 0 && take == d->len)
+				d->pay_at = p + i;
+			else if (!d->skip && (r = fbuf_append(&d->pay, p + i, take)) < 0)
 				goto out;
 			d->pay_have += take;
 			i += take;
@@ -365,7 +359,7 @@ int stream_decoder_pull(struct stream_decoder *d, struct stream_source *src,
 
 	if (d->state == D_FAILED)
 		return failed(d);
-	if (!d->in && !(d->in = malloc(PULL_CHUNK)))
+	if (!d->in && !(d->in = malloc(STREAM_PULL_CHUNK)))
 		return fail(d, ferry_err(FERR_NOMEM, "stream decoder: out of memory"));
 	for (;;) {
 		size_t have = d->in_len - d->in_off;
@@ -377,14 +371,14 @@ int stream_decoder_pull(struct stream_decoder *d, struct stream_source *src,
 		 * no more is asked of the source than it needs. */
 		if (d->state == D_HEADER && d->hdr_have == 0) {
 			size_t want = record_want(d->in + d->in_off, have);
-			if (have < want && want <= PULL_CHUNK) {
-				if (d->in_off + want > PULL_CHUNK) {
+			if (have < want && want <= STREAM_PULL_CHUNK) {
+				if (d->in_off + want > STREAM_PULL_CHUNK) {
 					memmove(d->in, d->in + d->in_off, have);
 					d->in_off = 0;
 					d->in_len = have;
 				}
 				if ((r = stream_source_read(src, d->in + d->in_len,
-							    PULL_CHUNK - d->in_len, &got)) < 0)
+							    STREAM_PULL_CHUNK - d->in_len, &got)) < 0)
 					return fail(d, r);
 				d->in_len += got;
 				if (got)
@@ -407,7 +401,7 @@ int stream_decoder_pull(struct stream_decoder *d, struct stream_source *src,
 				return 1;
 			continue;
 		}
-		if ((r = stream_source_read(src, d->in, PULL_CHUNK, &got)) < 0)
+		if ((r = stream_source_read(src, d->in, STREAM_PULL_CHUNK, &got)) < 0)
 			return fail(d, r);
 		d->in_off = 0;
 		d->in_len = got;

@@ -43,10 +43,12 @@
 #define STREAM_RESUME_MAX (1ull << 48)
 /* The largest payload of any record type (a full NODE). */
 #define STREAM_PAYLOAD_MAX (36u + STREAM_NODE_MAX)
+/* stream_decoder_pull's input chunk: big enough that a record (a WRITE
+ * of up to STREAM_BLOCK_MAX) is whole in it far more often than not, so
+ * its payload is borrowed from it rather than copied. */
+#define STREAM_PULL_CHUNK (1u << 20)
 /* Upper bound of a decoder's heap use: one payload, the parsed copy of a
  * BEGIN or DATASET, and the input chunk of stream_decoder_pull. */
-/* stream_decoder_pull's input chunk */
-#define STREAM_PULL_CHUNK (1u << 20)
 #define STREAM_DECODER_MEM_MAX (STREAM_PAYLOAD_MAX + (8u << 20) + STREAM_PULL_CHUNK + 2u)
 /* Size of a buffer for a resume token, terminating NUL included. */
 #define STREAM_TOKEN_MAX 615
