@@ -276,12 +276,8 @@ int store_writer_new(struct store_pool *p, struct store_writer **out)
 {
 	struct store_writer *w = calloc(1, sizeof *w);
 	int r;
-	if (!w || !(w->buf = malloc(WBUF_SIZE)) || !(w->buf2 = malloc(WBUF_SIZE))) {
-		if (w)
-			free(w->buf);
-		free(w);
+	if (!w)
 		return ferry_err(FERR_NOMEM, "creating a pack writer");
-	}
 	w->p = p;
 	w->cur = -1;
 	w->lock_fd = -1;
@@ -566,6 +562,22 @@ int store_writer_put_crc(struct store_writer *w, const struct store_block *b, ui
  * not NULL, is the payload's CRC-32C, known already: the tail's is the
  * header's joined to it (crc32c_combine), not a second pass over the
  * payload. */
+/* The two buffers, made when the first record is about to be written
+ * (before the row that names it): a writer that stores nothing takes
+ * none, and a receive that has put its heap on huge pages since
+ * (cli/cmd_recv.c) gets them there. */
+static int writer_bufs(struct store_writer *w)
+{
+	if (w->buf)
+		return 0;
+	if (!(w->buf = malloc(WBUF_SIZE)) || !(w->buf2 = malloc(WBUF_SIZE))) {
+		free(w->buf);
+		w->buf = NULL;
+		return ferry_err(FERR_NOMEM, "the pack writer's buffers");
+	}
+	return 0;
+}
+
 static int writer_record(struct store_writer *w, const uint8_t *hdr, size_t hl,
 			 const void *payload, size_t pl, const uint32_t *pcrc)
 {
@@ -615,6 +627,8 @@ static int writer_put(struct store_writer *w, const struct store_block *b, const
 		return r;
 	if (r == 1)
 		return add_ref(w, b->hash, b->codec);
+	if ((r = writer_bufs(w)) < 0)
+		return r;
 	if (w->cur < 0 || w->cur_size >= PACK_TARGET_SIZE)
 		if ((r = open_new_pack(w)) < 0)
 			return r;
@@ -899,7 +913,8 @@ static int put_node_records(struct store_writer *w)
 			r = ferry_err(FERR_CORRUPT, "a pending node row is malformed");
 			goto out;
 		}
-		if ((first || w->cur_size >= PACK_TARGET_SIZE) && (r = open_new_pack(w)) < 0)
+		if ((r = writer_bufs(w)) < 0 ||
+		    ((first || w->cur_size >= PACK_TARGET_SIZE) && (r = open_new_pack(w)) < 0))
 			goto out;
 		first = 0;
 		pack_nod_hdr_put(hdr, type, (uint32_t)len, h);
