@@ -199,8 +199,6 @@ static int recv_options(int argc, char **argv, struct recv_args *a)
 	return EXIT_OK;
 }
 
-/* recv -v's "receiving full stream of X into Y" as each substream starts,
- * as zfs says it. */
 /* A full stream's heap on transparent huge pages. Every first touch of a
  * 4 KiB page is a fault, and on a VM a fault is dear: a kept receive of
  * bench/recv's stream took 7,900 of them, on 2 MiB pages about 800 and
@@ -232,6 +230,8 @@ static void recv_heap_huge(void)
 	free(p);
 }
 
+/* As each substream starts: a full one's heap on huge pages (above), and
+ * recv -v's "receiving full stream of X into Y", as zfs says it. */
 static void begin_cb(void *arg, const char *source, const char *dest, int incremental)
 {
 	struct recv_ui *ui = arg;

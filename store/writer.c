@@ -557,11 +557,6 @@ int store_writer_put_crc(struct store_writer *w, const struct store_block *b, ui
 	return writer_err(w, writer_put(w, b, &crc, stored));
 }
 
-/* One record (header, payload and, in a version-3 pack, the CRC tail)
- * into the current pack, through the buffer; w->cur_size grows. pcrc, when
- * not NULL, is the payload's CRC-32C, known already: the tail's is the
- * header's joined to it (crc32c_combine), not a second pass over the
- * payload. */
 /* The two buffers, made when the first record is about to be written
  * (before the row that names it): a writer that stores nothing takes
  * none, and a receive that has put its heap on huge pages since
@@ -578,6 +573,11 @@ static int writer_bufs(struct store_writer *w)
 	return 0;
 }
 
+/* One record (header, payload and, in a version-3 pack, the CRC tail)
+ * into the current pack, through the buffer (made: writer_bufs);
+ * w->cur_size grows. pcrc, when not NULL, is the payload's CRC-32C, known
+ * already: the tail's is the header's joined to it (crc32c_combine), not a
+ * second pass over the payload. */
 static int writer_record(struct store_writer *w, const uint8_t *hdr, size_t hl,
 			 const void *payload, size_t pl, const uint32_t *pcrc)
 {
