@@ -75,11 +75,22 @@ static int children(struct gc *g, int type)
 }
 
 /* Ends the transaction gc began itself with BEGIN: COMMIT after r >= 0,
- * else ROLLBACK; r, or the COMMIT's failure. */
+ * else ROLLBACK; r, or the COMMIT's failure. A failed COMMIT leaves the
+ * transaction open (and its read lock held), so it is rolled back too,
+ * keeping the COMMIT's error. */
 static int tx_end(struct gc *g, int r)
 {
-	if (cat_exec(g->p, r < 0 ? "ROLLBACK" : "COMMIT") < 0 && r >= 0)
-		r = -FERR_CATALOG;
+	struct ferry_errsave saved;
+	if (r >= 0) {
+		int e = cat_exec(g->p, "COMMIT");
+		if (e >= 0)
+			return r;
+		r = e;
+	}
+	ferry_err_save(&saved);
+	int rb = cat_exec(g->p, "ROLLBACK"); /* nothing to undo: the lock goes */
+	(void)rb;
+	ferry_err_restore(&saved);
 	return r;
 }
 
