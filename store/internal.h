@@ -470,6 +470,10 @@ enum census_mode {
  * them to its TEMP table (at most 49,152; tests lower it to reach that
  * path). */
 extern size_t census_node_fill;
+/* refs.c, for tests: how many times W1 and W2 walked as one, how many of
+ * those W2 had to walk again alone (a node kept after W2 walked it), and
+ * how many kept nodes W3 walked (W2 never hit them). */
+extern size_t refs_fused_walks, refs_fused_clashes, refs_w3_nodes;
 /* The census tables (CREATE IF NOT EXISTS), for a writable open. */
 const char *census_schema_sql(void);
 /* Counts the new tree root of dataset ds_id into the writer's TEMP tables:

@@ -48,6 +48,8 @@
 
 #include "internal.h"
 
+size_t refs_fused_walks, refs_fused_clashes, refs_w3_nodes;
+
 #define FILTER_BITS ((uint64_t)1 << 23) /* 1 MiB: ~1 % false hits at 80,000 candidates */
 #define KEEP_PAGE 256
 
@@ -58,7 +60,7 @@ struct refs {
 	struct store_writer *w;
 	struct store_pool *p;
 	sqlite3_stmt *st_main, *st_tmp, *st_in_tmp, *st_seen, *st_keep, *st_hit, *st_added,
-		*st_gone, *st_live, *st_page, *st_has_ref;
+		*st_gone, *st_live, *st_page, *st_has_ref, *st_seen_has;
 	store_node_pred is_new;
 	void *arg;
 	/* W1 and W2 leave alone an entry that is the same in both trees at
@@ -66,7 +68,7 @@ struct refs {
 	 * subtree is neither kept nor hit, which the walk of W4 needs) */
 	int skip;
 	const uint8_t *root, *base_root;
-	struct node_twin *tw;
+	struct fuse *fz; /* W1 and W2 walking as one (walk_fused), else NULL */
 	uint8_t *filter;
 	uint64_t left;  /* W4: candidates not yet found in the tree */
 	struct fbuf nb; /* the blocklist node being read */
@@ -75,6 +77,24 @@ struct refs {
 struct side {
 	struct refs *x;
 	int side;
+	struct node_twin *tw; /* the other tree's directories along the walk (x->skip) */
+};
+
+/* W2 inside W1's walk (walk_fused): per level of the walk, whether W2
+ * walks the base's directory open there as the twin, and which of its
+ * entries the new directory's entries matched by name; the base's
+ * directory the next level opens, when W2 is to decide on it. */
+struct fuse_level {
+	uint8_t *matched;
+	size_t cap;
+	int w2;
+};
+struct fuse {
+	struct fuse_level *lv;
+	size_t nlv;
+	int pend, pend_type;
+	uint8_t pend_hash[FERRY_HASH_LEN];
+	int clash; /* W1 kept a node W2 had already walked: W2 again, alone */
 };
 
 static const char temp_schema[] =
@@ -147,12 +167,23 @@ static int first_visit(struct refs *x, int side, const uint8_t *hash)
 	return r;
 }
 
-/* W1: a pool node named by the writer's: kept, with its type. */
+/* W1: a pool node named by the writer's: kept, with its type. Walking
+ * with W2 (x->fz), a node W2 walked before W1 kept it is a clash: the W2
+ * that runs after the whole of W1 would have counted it hit instead. */
 static int keep(struct refs *x, const uint8_t *hash, int type)
 {
+	uint8_t k[1 + FERRY_HASH_LEN];
 	sqlite3_reset(x->st_keep);
 	sqlite3_bind_int(x->st_keep, 2, type);
 	int r = run_changes(x, x->st_keep, hash, "walking a tree");
+	if (r < 0 || !x->fz || x->fz->clash)
+		return r < 0 ? r : 0;
+	k[0] = (uint8_t)side_key[SIDE_OLD];
+	memcpy(k + 1, hash, FERRY_HASH_LEN);
+	sqlite3_reset(x->st_seen_has);
+	sqlite3_bind_blob(x->st_seen_has, 1, k, sizeof k, SQLITE_STATIC);
+	if ((r = pack_step_exists(x->p, x->st_seen_has, "walking a tree")) > 0)
+		x->fz->clash = 1;
 	return r < 0 ? r : 0;
 }
 
@@ -247,20 +278,20 @@ static int w_enter(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], unsi
 		return r < 0 ? r : 1;
 	if ((r = first_visit(x, s->side, hash)) <= 0)
 		return r < 0 ? r : 1;
-	return node_twin_open(x->tw, level); /* descending: the other tree's there too */
+	return node_twin_open(s->tw, level); /* descending: the other tree's there too */
 }
 
 static int w_entry(void *arg, const struct node_walk_entry *we)
 {
 	struct side *s = arg;
 	const struct node_entry *e = we->e;
-	const struct node_entry *o = node_twin_find(s->x->tw, we->level - 1, e);
+	const struct node_entry *o = node_twin_find(s->tw, we->level - 1, e);
 	if (s->side == SIDE_LIVE && !s->x->left)
 		return 1;
 	if (o && node_twin_same(e, o))
 		return 1; /* the same in both trees */
 	if (e->ftype == NODE_F_DIR)
-		node_twin_next(s->x->tw, o);
+		node_twin_next(s->tw, o);
 	if (e->ftype == NODE_F_REG && e->child_type) {
 		int r = bl_walk(s->x, s->side, e->child_type, e->child, 0);
 		return r < 0 ? r : 0;
@@ -271,7 +302,7 @@ static int w_entry(void *arg, const struct node_walk_entry *we)
 static int w_leave(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], unsigned level)
 {
 	struct side *s = arg;
-	node_twin_close(s->x->tw, level);
+	node_twin_close(s->tw, level);
 	return 0;
 }
 
@@ -281,7 +312,7 @@ static const struct node_walk_ops walk_ops = {w_enter, w_entry, w_leave};
  * (a directory, a blocklist, or 0 for nothing). */
 static int walk_child(struct refs *x, int side, int type, const uint8_t *hash, int is_dir)
 {
-	struct side s = {x, side};
+	struct side s = {x, side, NULL};
 	if (!type)
 		return 0;
 	if (is_dir)
@@ -319,18 +350,230 @@ static int walk_root(struct refs *x, int side, const uint8_t *root)
 {
 	uint8_t h[FERRY_HASH_LEN], oh[FERRY_HASH_LEN];
 	int r, t = 0, kind = 0, ot = 0, okind = 0;
+	struct side s = {x, side, NULL};
 	if ((r = root_dir(x, root, &t, h, &kind)) < 0)
 		return r;
-	if (x->skip && (side == SIDE_NEW || side == SIDE_OLD) && kind == NODE_ROOT_FILESYSTEM) {
-		if ((r = root_dir(x, side == SIDE_NEW ? x->base_root : x->root, &ot, oh, &okind)) < 0 ||
-		    (r = node_twin_new(rd_node, x, okind == NODE_ROOT_FILESYSTEM ? ot : 0, oh,
-				       &x->tw)) < 0)
-			return r;
-	}
-	r = walk_child(x, side, t, h, kind == NODE_ROOT_FILESYSTEM);
-	node_twin_free(x->tw);
-	x->tw = NULL;
+	if (kind != NODE_ROOT_FILESYSTEM)
+		return walk_child(x, side, t, h, 0);
+	if (x->skip && (side == SIDE_NEW || side == SIDE_OLD) &&
+	    ((r = root_dir(x, side == SIDE_NEW ? x->base_root : x->root, &ot, oh, &okind)) < 0 ||
+	     (r = node_twin_new(rd_node, x, okind == NODE_ROOT_FILESYSTEM ? ot : 0, oh, &s.tw)) < 0))
+		return r;
+	if (t)
+		r = node_tree_walk(rd_node, x, t, h, &walk_ops, &s);
+	node_twin_free(s.tw);
 	return r;
+}
+
+/* ---- W1 and W2 as one walk ----------------------------------------------------
+ *
+ * With x->skip both walks carry the other tree's directory along, so each
+ * changed directory and its base's were read twice, once by each walk.
+ * walk_fused walks the new tree as W1 does, with the base's directories
+ * as its twins, and does W2's part on those twins as it goes: a base
+ * entry that is not the same as the new one of its name (or has none) is
+ * W2's, a blocklist at once, a directory along with W1 where W1 descends
+ * into the new directory of that name, else by a W2 walk of its own (with
+ * the new directory of that name, if any, as its twin). W2 decides as the
+ * W2 after W1 would (a kept node is hit and not walked, a node is walked
+ * once), except that a node W1 keeps later in the walk is not yet known to
+ * be kept: keep() notes such a clash, and W2's results are then dropped
+ * and W2 runs again alone, after W1 (x->fz->clash). A node reached on two
+ * paths may be walked by W2 at the other one first: its entries are then
+ * compared with that path's twin, which is as sound (an entry the same as
+ * the new tree's at its path holds nothing the new tree lost); the gone
+ * candidates are settled by the census either way (W4). */
+
+static int fuse_level(struct refs *x, unsigned level, int w2, const struct node_dir *d)
+{
+	struct fuse *z = x->fz;
+	if (level >= z->nlv) {
+		size_t n = z->nlv ? 2 * z->nlv : 16;
+		while (n <= level)
+			n *= 2;
+		struct fuse_level *v = realloc(z->lv, n * sizeof *v);
+		if (!v)
+			return ferry_err(FERR_NOMEM, "walking a tree");
+		memset(v + z->nlv, 0, (n - z->nlv) * sizeof *v);
+		z->lv = v;
+		z->nlv = n;
+	}
+	struct fuse_level *l = &z->lv[level];
+	l->w2 = w2 && d;
+	if (!l->w2)
+		return 0;
+	if (d->n > l->cap) {
+		uint8_t *m = realloc(l->matched, d->n);
+		if (!m)
+			return ferry_err(FERR_NOMEM, "walking a tree");
+		l->matched = m;
+		l->cap = d->n;
+	}
+	memset(l->matched, 0, d->n);
+	return 0;
+}
+
+static int fuse_w2(const struct fuse *z, unsigned level)
+{
+	return level < z->nlv && z->lv[level].w2;
+}
+
+/* W2 walking the base's directory hash alone, the new tree's directory
+ * ttype/thash (ttype 0: none) its twin. */
+static int w2_walk(struct refs *x, int type, const uint8_t *hash, int ttype, const uint8_t *thash)
+{
+	struct side s = {x, SIDE_OLD, NULL};
+	struct fuse *z = x->fz;
+	int r;
+	if ((r = node_twin_new(rd_node, x, ttype, thash, &s.tw)) < 0)
+		return r;
+	x->fz = NULL; /* a walk of the classic kind inside the fused one */
+	r = node_tree_walk(rd_node, x, type, hash, &walk_ops, &s);
+	x->fz = z;
+	node_twin_free(s.tw);
+	return r;
+}
+
+/* W2's part of base entry o, W2 walking the directory that holds it and
+ * o not the same as the new entry of its name (e, NULL for none). */
+static int w2_entry(struct refs *x, const struct node_entry *o, const struct node_entry *e)
+{
+	struct fuse *z = x->fz;
+	if (o->ftype == NODE_F_REG && o->child_type)
+		return bl_walk(x, SIDE_OLD, o->child_type, o->child, 0);
+	if (o->ftype != NODE_F_DIR)
+		return 0;
+	if (e && e->ftype == NODE_F_DIR) { /* f_enter decides, with W1 */
+		z->pend = 1;
+		z->pend_type = o->child_type;
+		memcpy(z->pend_hash, o->child, FERRY_HASH_LEN);
+		return 0;
+	}
+	return w2_walk(x, o->child_type, o->child, 0, NULL);
+}
+
+static int f_enter(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], unsigned level)
+{
+	struct side *s = arg;
+	struct refs *x = s->x;
+	struct fuse *z = x->fz;
+	uint8_t ph[FERRY_HASH_LEN];
+	int pend = z->pend, pt = z->pend_type, r, w1, w2 = 0;
+	memcpy(ph, z->pend_hash, FERRY_HASH_LEN);
+	z->pend = 0;
+	/* W1 (w_enter) */
+	if ((r = callers(x, hash)) < 0)
+		return r;
+	if (r == 0) {
+		if ((r = keep(x, hash, type)) < 0)
+			return r;
+		w1 = 0;
+	} else if ((w1 = first_visit(x, SIDE_NEW, hash)) < 0) {
+		return w1;
+	}
+	if (!w1) { /* W2 goes into the base's directory here on its own */
+		if (pend && (r = w2_walk(x, pt, ph, type, hash)) < 0)
+			return r;
+		return 1;
+	}
+	if ((r = node_twin_open(s->tw, level)) < 0)
+		return r;
+	/* W2 (w_enter, SIDE_OLD) on the base's directory just opened */
+	if (pend) {
+		if ((r = run_changes(x, x->st_hit, ph, "walking a tree")) < 0)
+			return r;
+		if (r == 0 && (w2 = first_visit(x, SIDE_OLD, ph)) < 0)
+			return w2;
+	}
+	return fuse_level(x, level, w2, node_twin_dir(s->tw, level));
+}
+
+static int f_entry(void *arg, const struct node_walk_entry *we)
+{
+	struct side *s = arg;
+	struct refs *x = s->x;
+	struct fuse *z = x->fz;
+	const struct node_entry *e = we->e;
+	unsigned lv = we->level - 1;
+	const struct node_entry *o = node_twin_find(s->tw, lv, e);
+	int r;
+	z->pend = 0;
+	if (o && fuse_w2(z, lv))
+		z->lv[lv].matched[o - node_twin_dir(s->tw, lv)->ents] = 1;
+	if (o && node_twin_same(e, o))
+		return 1; /* the same in both trees: neither walk's */
+	if (o && fuse_w2(z, lv) && (r = w2_entry(x, o, e)) < 0)
+		return r;
+	/* W1 (w_entry) */
+	if (e->ftype == NODE_F_DIR)
+		node_twin_next(s->tw, o);
+	if (e->ftype == NODE_F_REG && e->child_type) {
+		r = bl_walk(x, SIDE_NEW, e->child_type, e->child, 0);
+		return r < 0 ? r : 0;
+	}
+	return 0;
+}
+
+static int f_leave(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], unsigned level)
+{
+	struct side *s = arg;
+	struct refs *x = s->x;
+	struct fuse *z = x->fz;
+	int r = 0;
+	(void)type;
+	(void)hash;
+	if (fuse_w2(z, level)) { /* the base's entries no new one matched: W2's */
+		const struct node_dir *d = node_twin_dir(s->tw, level);
+		for (size_t i = 0; i < d->n && r == 0; i++)
+			if (!z->lv[level].matched[i])
+				r = w2_entry(x, &d->ents[i], NULL);
+		z->lv[level].w2 = 0;
+	}
+	node_twin_close(s->tw, level);
+	return r;
+}
+
+static const struct node_walk_ops fused_ops = {f_enter, f_entry, f_leave};
+
+/* W1 and W2 (x->skip): as one walk when both trees are filesystems with a
+ * root directory, else one after the other. */
+static int walk_w1_w2(struct refs *x)
+{
+	uint8_t h[FERRY_HASH_LEN], oh[FERRY_HASH_LEN];
+	int r, t = 0, kind = 0, ot = 0, okind = 0;
+	struct fuse z;
+	struct side s = {x, SIDE_NEW, NULL};
+	if ((r = root_dir(x, x->root, &t, h, &kind)) < 0 ||
+	    (r = root_dir(x, x->base_root, &ot, oh, &okind)) < 0)
+		return r;
+	if (!x->skip || kind != NODE_ROOT_FILESYSTEM || okind != NODE_ROOT_FILESYSTEM || !t || !ot)
+		return (r = walk_root(x, SIDE_NEW, x->root)) < 0 ? r
+								  : walk_root(x, SIDE_OLD, x->base_root);
+	if ((r = node_twin_new(rd_node, x, ot, oh, &s.tw)) < 0)
+		return r;
+	memset(&z, 0, sizeof z);
+	z.pend = 1; /* the base's root directory, the twin of the new one */
+	z.pend_type = ot;
+	memcpy(z.pend_hash, oh, FERRY_HASH_LEN);
+	x->fz = &z;
+	r = node_tree_walk(rd_node, x, t, h, &fused_ops, &s);
+	x->fz = NULL;
+	node_twin_free(s.tw);
+	for (size_t i = 0; i < z.nlv; i++)
+		free(z.lv[i].matched);
+	free(z.lv);
+	if (r < 0)
+		return r;
+	__atomic_add_fetch(&refs_fused_walks, 1, __ATOMIC_RELAXED); /* serve: threads */
+	if (!z.clash)
+		return 0;
+	__atomic_add_fetch(&refs_fused_clashes, 1, __ATOMIC_RELAXED);
+	/* W2 again, alone, now that W1 is whole */
+	if ((r = writer_batch_op(x->w)) < 0 ||
+	    (r = cat_exec(x->p, "DELETE FROM temp.r_gone; UPDATE temp.r_keep SET hit = 0;"
+			     " DELETE FROM temp.r_seen WHERE k >= X'6f' AND k < X'70'")) < 0)
+		return r;
+	return walk_root(x, SIDE_OLD, x->base_root);
 }
 
 /* Walks every kept node W2 did (hit 1: W4) or did not (hit 0: W3) meet as
@@ -365,6 +608,8 @@ static int walk_kept(struct refs *x, int hit, int side)
 		sqlite3_reset(x->st_page);
 		if (!n)
 			return 0;
+		if (!hit)
+			__atomic_add_fetch(&refs_w3_nodes, n, __ATOMIC_RELAXED);
 		for (size_t i = 0; i < n; i++) {
 			int is_dir = types[i] == NODE_DIR || types[i] == NODE_EXT;
 			if ((r = walk_child(x, side, types[i], page[i], is_dir)) < 0)
@@ -470,6 +715,7 @@ int store_writer_refs_since(struct store_writer *w, int64_t base_id,
 	    (r = cat_prepare(p, "SELECT type, data FROM temp.w_nodes WHERE hash = ?", &x.st_tmp)) < 0 ||
 	    (r = cat_prepare(p, "SELECT 1 FROM temp.w_nodes WHERE hash = ?", &x.st_in_tmp)) < 0 ||
 	    (r = cat_prepare(p, "INSERT OR IGNORE INTO temp.r_seen(k) VALUES(?)", &x.st_seen)) < 0 ||
+	    (r = cat_prepare(p, "SELECT 1 FROM temp.r_seen WHERE k = ?", &x.st_seen_has)) < 0 ||
 	    (r = cat_prepare(p, "INSERT OR IGNORE INTO temp.r_keep(hash, type, hit) VALUES(?1, ?2, 0)",
 			     &x.st_keep)) < 0 ||
 	    (r = cat_prepare(p, "UPDATE temp.r_keep SET hit = 1 WHERE hash = ?", &x.st_hit)) < 0 ||
@@ -496,9 +742,7 @@ int store_writer_refs_since(struct store_writer *w, int64_t base_id,
 	x.root = root;
 	x.base_root = base_root;
 	/* W1-W3 */
-	if (changed && ((r = walk_root(&x, SIDE_NEW, root)) < 0 ||
-			(r = walk_root(&x, SIDE_OLD, base_root)) < 0 ||
-			(r = walk_kept(&x, 0, SIDE_ADD)) < 0))
+	if (changed && ((r = walk_w1_w2(&x)) < 0 || (r = walk_kept(&x, 0, SIDE_ADD)) < 0))
 		goto out;
 	if (!delta && ((r = writer_batch_op(w)) < 0 || (r = cat_exec_i64(p, seed_sql, base_id)) < 0))
 		goto out;
@@ -545,6 +789,7 @@ out:
 	sqlite3_finalize(x.st_tmp);
 	sqlite3_finalize(x.st_in_tmp);
 	sqlite3_finalize(x.st_seen);
+	sqlite3_finalize(x.st_seen_has);
 	sqlite3_finalize(x.st_keep);
 	sqlite3_finalize(x.st_hit);
 	sqlite3_finalize(x.st_added);

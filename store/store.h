@@ -550,6 +550,9 @@ const struct node_entry *node_twin_find(const struct node_twin *t, unsigned leve
 int node_twin_same(const struct node_entry *e, const struct node_entry *o);
 void node_twin_next(struct node_twin *t, const struct node_entry *o);
 int node_twin_open(struct node_twin *t, unsigned level) FERRY_WUR;
+/* The other tree's directory open at level (NULL: none), valid until
+ * node_twin_close(level). */
+const struct node_dir *node_twin_dir(const struct node_twin *t, unsigned level);
 void node_twin_close(struct node_twin *t, unsigned level);
 void node_twin_free(struct node_twin *t);
 

@@ -93,6 +93,11 @@ int node_twin_open(struct node_twin *t, unsigned level)
 	return 0;
 }
 
+const struct node_dir *node_twin_dir(const struct node_twin *t, unsigned level)
+{
+	return t && level < t->cap && t->have[level] ? &t->d[level] : NULL;
+}
+
 void node_twin_close(struct node_twin *t, unsigned level)
 {
 	if (t && level < t->cap && t->have[level]) {

@@ -479,6 +479,58 @@ static void write_file(const char *src, int i, int content)
 	fclose(f);
 }
 
+/* sh(FMT, ...): runs a shell command; its status (a move whose source
+ * is gone, say, is no error here) */
+static int sh(const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+/* A change to src's nested tree t/: directories two levels deep made and
+ * filled, moved within their parent and to another, replaced by a file
+ * and back, removed, their files changed. So the walks of refs.c meet
+ * directories a change kept whole somewhere else in the tree, before and
+ * after the place they left (W1 and W2 as one walk, and its clash). */
+static void tree_op(const char *src)
+{
+	static const char *const nm[] = {"a", "k", "z"};
+	const char *x = nm[rnd(3)], *y = nm[rnd(3)], *z = nm[rnd(3)];
+	char p[600];
+	switch (rnd(6)) {
+	case 0:
+		snprintf(p, sizeof p, "%s/t/%s/%s", src, x, y);
+		if (sh("mkdir -p '%s' 2>/dev/null", p) == 0)
+			write_file(p, (int)rnd(3), (int)rnd(NCONTENT));
+		break;
+	case 1:
+		(void)sh("cd '%s/t' 2>/dev/null && [ -d %s ] && [ ! -e %s ] && mv %s %s", src, x, z,
+			 x, z);
+		break;
+	case 2:
+		(void)sh("cd '%s/t' 2>/dev/null && [ -d %s/%s ] && mkdir -p %s 2>/dev/null &&"
+			 " [ ! -e %s/%s ] && mv %s/%s %s/%s", src, x, y, z, z, y, x, y, z, y);
+		break;
+	case 3:
+		(void)sh("cd '%s/t' 2>/dev/null && if [ -d %s ]; then rm -rf %s && echo %s >%s;"
+			 " else rm -f %s && mkdir -p %s/%s && echo in >%s/%s/g; fi", src, x, x, x, x,
+			 x, x, y, x, y);
+		break;
+	case 4:
+		(void)sh("rm -rf '%s/t/%s/%s'", src, x, y);
+		break;
+	default:
+		snprintf(p, sizeof p, "%s/t/%s/%s", src, x, y);
+		struct stat sb;
+		if (stat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
+			write_file(p, (int)rnd(3), (int)rnd(NCONTENT));
+	}
+}
+
 static void test_random_histories(void **state)
 {
 	char path[512], src[2][512], name[32];
@@ -512,6 +564,8 @@ static void test_random_histories(void **state)
 				else
 					write_file(src[d], i, (int)rnd(NCONTENT));
 			}
+			for (int k = (int)rnd(3); k > 0; k--)
+				tree_op(src[d]);
 			if (rnd(3) == 0) {
 				/* directories a and b holding one hard link each:
 				 * the same node twice in the tree */
@@ -564,9 +618,87 @@ static void test_random_histories(void **state)
 		censuses += check_census(&ds[0], step) + check_census(&ds[1], step);
 	}
 	/* the census was built and kept, not only absent */
-	print_message("%d checks of a census\n", censuses);
-	if (steps >= 60)
+	print_message("%d checks of a census, %zu walks of W1 and W2 as one, %zu clashes\n",
+		      censuses, refs_fused_walks, refs_fused_clashes);
+	if (steps >= 60) {
 		assert_true(censuses >= steps / 4);
+		assert_true(refs_fused_walks >= (size_t)steps / 8);
+	}
+}
+
+/* W1 and W2 as one walk (store/refs.c), case by case: a directory moved
+ * to a parent that comes after its old one (W2 walks it before W1 keeps
+ * it: the clash, W2 again alone), to one before (W1 keeps it first), a
+ * directory replaced by a file and a file by a directory, a directory
+ * gone with files that share blocks with one left. After each, the
+ * snapshot's blocks are the tree's (check_ds) and so are the census's. */
+static void test_fused_walks(void **state)
+{
+	char src[512], p[600], name[16];
+	struct store_ds ds;
+	struct capture_opts o;
+	struct capture_stats st;
+	(void)state;
+	snprintf(src, sizeof src, "%s/fused", dir);
+	assert_int_equal(sh("mkdir -p '%s/t/b/x/deep' '%s/t/m' '%s/t/y'", src, src, src), 0);
+	snprintf(p, sizeof p, "%s/t/b/x", src);
+	/* contents test_random_histories does not write (NCONTENT): no node
+	 * or block of this tree is in the pool before it */
+	write_file(p, 0, NCONTENT);
+	write_file(p, 1, NCONTENT + 1);
+	snprintf(p, sizeof p, "%s/t/b/x/deep", src);
+	write_file(p, 0, NCONTENT + 2);
+	snprintf(p, sizeof p, "%s/t/m", src);
+	write_file(p, 0, NCONTENT + 3);
+	snprintf(p, sizeof p, "%s/t/y", src);
+	write_file(p, 0, NCONTENT + 2); /* deep/f0's blocks, also here */
+	write_file(src, 0, NCONTENT + 4);
+	assert_int_equal(store_ds_create(P, "tank/fused", STORE_DS_FILESYSTEM, 0, NULL, 0), 0);
+	assert_int_equal(store_ds_lookup(P, "tank/fused", &ds), 0);
+	memset(&o, 0, sizeof o);
+	o.from = src;
+	o.threads = 1;
+	seed = 0;
+	census_node_fill = 49152;
+	static const char *const steps[] = {
+		"true",                                 /* the full snapshot */
+		"true",                                 /* nothing changed */
+		"echo 1 >'%s/f9'",                      /* the census is built */
+		/* moved after: the clash (t/b keeps a file: an empty
+		 * directory's node may be in the pool) */
+		"mkdir '%s/t/m/n' && mv '%s/t/b/x' '%s/t/m/n/x' && echo b >'%s/t/b/g'",
+		/* moved before: kept first (n goes too: an empty directory
+		 * would be the node of the empty t/b the base has, which W2
+		 * meets first, a clash of its own) */
+		"mv '%s/t/m/n/x' '%s/t/b/x' && rmdir '%s/t/m/n'",
+		"rm -rf '%s/t/m' && echo m >'%s/t/m'",  /* a directory becomes a file */
+		"rm '%s/t/m' && mkdir -p '%s/t/m/q' && echo q >'%s/t/m/q/g'", /* and back */
+		"rm -rf '%s/t/y'",                      /* gone; its blocks still named */
+		"rm -rf '%s/t/b'",                      /* gone, and the blocks */
+	};
+	size_t clashes = 0;
+	for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+		size_t w0 = refs_fused_walks, c0 = refs_fused_clashes, k0 = refs_w3_nodes;
+		assert_int_equal(sh(steps[i], src, src, src, src), 0);
+		snprintf(name, sizeof name, "s%zu", i);
+		assert_int_equal(capture_snapshot(P, &ds, name, &o, &st), 0);
+		check_ds(&ds, (int)i);
+		if (i >= 3) { /* the census describes the base from here on */
+			assert_int_equal(check_census(&ds, (int)i), 1);
+			assert_int_equal(refs_fused_walks, w0 + 1);
+		}
+		clashes += refs_fused_clashes - c0;
+		if (i == 3) {
+			/* x, kept, is the base's: W2 run again after the
+			 * clash hits it, and W3 walks nothing (without that
+			 * second run W3 would walk all of x) */
+			assert_int_equal(refs_fused_clashes, c0 + 1);
+			assert_int_equal(refs_w3_nodes, k0);
+		}
+		if (i == 4)
+			assert_int_equal(refs_fused_clashes, c0);
+	}
+	assert_int_equal(clashes, 1);
 }
 
 /* A directory of 20,000 files: a census built from nothing queues more
@@ -644,6 +776,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_random_histories),
+		cmocka_unit_test(test_fused_walks),
 		cmocka_unit_test(test_wide_census),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
