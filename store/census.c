@@ -428,7 +428,7 @@ static int child(void *arg, int is_block, const uint8_t *hash)
  * each (the entry's slot counts its blocklist's blocks, not the node). */
 static int leaf_blocks(struct census *c, const uint8_t *hash, int64_t d)
 {
-	sqlite3_stmt *const sts[2] = {c->st_main, c->st_tmp};
+	sqlite3_stmt *const sts[2] = {c->st_tmp, c->st_main};
 	int t, r;
 	if ((r = node_read_either(c->p, sts, hash, &t, &c->lb, "the writer's")) < 0)
 		return r;
@@ -613,7 +613,7 @@ static int pair_other(struct census *c, int type)
 /* Expands the pair (new hash, old hash). */
 static int expand_pair(struct census *c, const uint8_t *nh, const uint8_t *oh)
 {
-	sqlite3_stmt *const sts[2] = {c->st_main, c->st_tmp};
+	sqlite3_stmt *const sts[2] = {c->st_tmp, c->st_main};
 	int tn, to, r;
 	if ((r = node_read_either(c->p, sts, nh, &tn, &c->nb, "the writer's")) < 0 ||
 	    (r = node_read_either(c->p, sts, oh, &to, &c->ob, "the writer's")) < 0)
@@ -630,7 +630,7 @@ static int expand_pair(struct census *c, const uint8_t *nh, const uint8_t *oh)
  * changes any more. */
 static int settle(struct census *c)
 {
-	sqlite3_stmt *const sts[2] = {c->st_main, c->st_tmp};
+	sqlite3_stmt *const sts[2] = {c->st_tmp, c->st_main};
 	int r, t;
 	for (;;) {
 		struct todo td;
