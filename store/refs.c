@@ -38,6 +38,9 @@
  *       statement a block unless an in-memory filter says the block may
  *       be a candidate.
  *
+ * When the census lets W1 and W2 skip what the two trees share, they are
+ * one walk (walk_w1_w2): each changed directory and its base's read once.
+ *
  * The base's references of blocks left gone are dropped, the rest join
  * the writer's. So the result is the one a walk of the whole new tree
  * gives, reference for reference. The sets are TEMP tables (bounded
@@ -68,7 +71,7 @@ struct refs {
 	 * subtree is neither kept nor hit, which the walk of W4 needs) */
 	int skip;
 	const uint8_t *root, *base_root;
-	struct fuse *fz; /* W1 and W2 walking as one (walk_fused), else NULL */
+	struct fuse *fz; /* W1 and W2 walking as one (walk_w1_w2), else NULL */
 	uint8_t *filter;
 	uint64_t left;  /* W4: candidates not yet found in the tree */
 	struct fbuf nb; /* the blocklist node being read */
@@ -80,7 +83,7 @@ struct side {
 	struct node_twin *tw; /* the other tree's directories along the walk (x->skip) */
 };
 
-/* W2 inside W1's walk (walk_fused): per level of the walk, whether W2
+/* W2 inside W1's walk (walk_w1_w2): per level of the walk, whether W2
  * walks the base's directory open there as the twin, and which of its
  * entries the new directory's entries matched by name; the base's
  * directory the next level opens, when W2 is to decide on it. */
@@ -370,7 +373,7 @@ static int walk_root(struct refs *x, int side, const uint8_t *root)
  *
  * With x->skip both walks carry the other tree's directory along, so each
  * changed directory and its base's were read twice, once by each walk.
- * walk_fused walks the new tree as W1 does, with the base's directories
+ * walk_w1_w2 walks the new tree as W1 does, with the base's directories
  * as its twins, and does W2's part on those twins as it goes: a base
  * entry that is not the same as the new one of its name (or has none) is
  * W2's, a blocklist at once, a directory along with W1 where W1 descends
