@@ -626,6 +626,19 @@ static void test_random_histories(void **state)
 	}
 }
 
+/* A new filesystem dataset name, and options that capture src into it
+ * on one thread; the random seed back to 0. */
+static void new_ds(const char *name, const char *src, struct store_ds *ds,
+		   struct capture_opts *o)
+{
+	assert_int_equal(store_ds_create(P, name, STORE_DS_FILESYSTEM, 0, NULL, 0), 0);
+	assert_int_equal(store_ds_lookup(P, name, ds), 0);
+	memset(o, 0, sizeof *o);
+	o->from = src;
+	o->threads = 1;
+	seed = 0;
+}
+
 /* W1 and W2 as one walk (store/refs.c), case by case: a directory moved
  * to a parent that comes after its old one (W2 walks it before W1 keeps
  * it: the clash, W2 again alone), to one before (W1 keeps it first), a
@@ -653,12 +666,7 @@ static void test_fused_walks(void **state)
 	snprintf(p, sizeof p, "%s/t/y", src);
 	write_file(p, 0, NCONTENT + 2); /* deep/f0's blocks, also here */
 	write_file(src, 0, NCONTENT + 4);
-	assert_int_equal(store_ds_create(P, "tank/fused", STORE_DS_FILESYSTEM, 0, NULL, 0), 0);
-	assert_int_equal(store_ds_lookup(P, "tank/fused", &ds), 0);
-	memset(&o, 0, sizeof o);
-	o.from = src;
-	o.threads = 1;
-	seed = 0;
+	new_ds("tank/fused", src, &ds, &o);
 	census_node_fill = 49152;
 	static const char *const steps[] = {
 		"true",                                 /* the full snapshot */
@@ -721,12 +729,7 @@ static void test_wide_census(void **state)
 		fprintf(f, "wide %d\n", i % 19000); /* some files share their block */
 		fclose(f);
 	}
-	assert_int_equal(store_ds_create(P, "tank/wide", STORE_DS_FILESYSTEM, 0, NULL, 0), 0);
-	assert_int_equal(store_ds_lookup(P, "tank/wide", &ds), 0);
-	memset(&o, 0, sizeof o);
-	o.from = src;
-	o.threads = 1;
-	seed = 0;
+	new_ds("tank/wide", src, &ds, &o);
 	census_node_fill = 4096; /* the build writes node counts out 5 times */
 	for (int step = 0; step < 4; step++) {
 		if (step) {
