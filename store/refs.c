@@ -413,7 +413,8 @@ static int fuse_level(struct refs *x, unsigned level, int w2, const struct node_
 		l->matched = m;
 		l->cap = d->n;
 	}
-	memset(l->matched, 0, d->n);
+	if (d->n) /* an empty directory's: none, and matched may be NULL */
+		memset(l->matched, 0, d->n);
 	return 0;
 }
 
