@@ -269,18 +269,26 @@ out:
 	return r;
 }
 
+/* 1 when side walks into directory hash (of the given type), 0 when it
+ * does not: W1 keeps a node not the caller's, W2 hits a kept one, and
+ * every side walks a node once. */
+static int enters(struct refs *x, int side, int type, const uint8_t *hash)
+{
+	int r;
+	if (side == SIDE_NEW && (r = callers(x, hash)) <= 0)
+		return r < 0 ? r : (r = keep(x, hash, type)) < 0 ? r : 0;
+	if (side == SIDE_OLD && (r = run_changes(x, x->st_hit, hash, "walking a tree")) != 0)
+		return r < 0 ? r : 0;
+	return first_visit(x, side, hash);
+}
+
 static int w_enter(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], unsigned level)
 {
 	struct side *s = arg;
-	struct refs *x = s->x;
 	int r;
-	if (s->side == SIDE_LIVE && !x->left)
+	if (s->side == SIDE_LIVE && !s->x->left)
 		return 1;
-	if (s->side == SIDE_NEW && (r = callers(x, hash)) <= 0)
-		return r < 0 ? r : (r = keep(x, hash, type)) < 0 ? r : 1;
-	if (s->side == SIDE_OLD && (r = run_changes(x, x->st_hit, hash, "walking a tree")) != 0)
-		return r < 0 ? r : 1;
-	if ((r = first_visit(x, s->side, hash)) <= 0)
+	if ((r = enters(s->x, s->side, type, hash)) <= 0)
 		return r < 0 ? r : 1;
 	return node_twin_open(s->tw, level); /* descending: the other tree's there too */
 }
@@ -466,16 +474,8 @@ static int f_enter(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], unsi
 	int pend = z->pend, pt = z->pend_type, r, w1, w2 = 0;
 	memcpy(ph, z->pend_hash, FERRY_HASH_LEN);
 	z->pend = 0;
-	/* W1 (w_enter) */
-	if ((r = callers(x, hash)) < 0)
-		return r;
-	if (r == 0) {
-		if ((r = keep(x, hash, type)) < 0)
-			return r;
-		w1 = 0;
-	} else if ((w1 = first_visit(x, SIDE_NEW, hash)) < 0) {
+	if ((w1 = enters(x, SIDE_NEW, type, hash)) < 0)
 		return w1;
-	}
 	if (!w1) { /* W2 goes into the base's directory here on its own */
 		if (pend && (r = w2_walk(x, pt, ph, type, hash)) < 0)
 			return r;
@@ -483,13 +483,9 @@ static int f_enter(void *arg, int type, const uint8_t hash[FERRY_HASH_LEN], unsi
 	}
 	if ((r = node_twin_open(s->tw, level)) < 0)
 		return r;
-	/* W2 (w_enter, SIDE_OLD) on the base's directory just opened */
-	if (pend) {
-		if ((r = run_changes(x, x->st_hit, ph, "walking a tree")) < 0)
-			return r;
-		if (r == 0 && (w2 = first_visit(x, SIDE_OLD, ph)) < 0)
-			return w2;
-	}
+	/* W2 on the base's directory just opened */
+	if (pend && (w2 = enters(x, SIDE_OLD, pt, ph)) < 0)
+		return w2;
 	return fuse_level(x, level, w2, node_twin_dir(s->tw, level));
 }
 
