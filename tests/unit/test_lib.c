@@ -636,8 +636,8 @@ static void test_io_fd_roundtrip(void **state)
 	assert_int_equal(io_pread_full(fd, dst, 10, (off_t)n + 5, &got), 0);
 	assert_int_equal(got, 3);
 	assert_memory_equal(dst, "END", 3);
-	/* A write of many 128 KiB pieces, at an offset that is not a
-	 * multiple of one, lands whole and in order. */
+	/* A write of several 1 MiB pieces (IO_WRITE_CHUNK), at an offset
+	 * that is not a multiple of one, lands whole and in order. */
 	assert_int_equal(io_pwrite_full(fd, src, n, 7), 0);
 	assert_int_equal(io_pread_full(fd, dst, n, 7, &got), 0);
 	assert_int_equal(got, n);
