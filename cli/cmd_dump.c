@@ -250,6 +250,7 @@ int cmd_dump(int argc, char **argv)
 		rc = cli_fail(r, "dump");
 		goto out;
 	}
+	io_pipe_grow(fd);
 	stream_source_fd_init(&src, fd);
 	while ((r = stream_decoder_pull(d, &src.base, &rec)) > 0)
 		dump_record(&st, &rec);

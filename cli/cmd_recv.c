@@ -290,6 +290,7 @@ static int recv_into(struct store_pool *p, struct recv_args *a)
 			"redirect or pipe it\n");
 		return EXIT_FAIL;
 	}
+	io_pipe_grow(0);
 	stream_source_fd_init(&src, 0);
 	a->o.done = done_cb;
 	a->o.destroyed = destroyed_cb;

@@ -200,6 +200,7 @@ static int send_cmd(int argc, char **argv, struct send_ui *uip)
 	if ((r = store_pool_open_for(name, STORE_OPEN_RDONLY, &p)) < 0)
 		return cli_fail(r, "cannot send '%s'", name);
 	struct stream_sink_fd sink;
+	io_pipe_grow(1);
 	stream_sink_fd_init(&sink, 1);
 	o.arg = &ui;
 	/* The progress line: on a terminal, without -v's own lines, and not

@@ -600,6 +600,44 @@ static void test_random_ct(void **state)
 
 /* ---- io -------------------------------------------------------------------- */
 
+/* io_pipe_grow: a pipe's buffer becomes IO_PIPE_SIZE (where the kernel
+ * grants it: root, or pipe-max-size at least that), so that much is
+ * written without a reader; a file or a bad fd is left alone. */
+static void test_io_pipe_grow(void **state)
+{
+	int fds[2];
+	char *dir = tmpdir_new(), *p = path_join(dir, "f");
+	long max = 0;
+	FILE *f = fopen("/proc/sys/fs/pipe-max-size", "r");
+	if (f) {
+		if (fscanf(f, "%ld", &max) != 1)
+			max = 0;
+		fclose(f);
+	}
+	assert_int_equal(pipe2(fds, O_CLOEXEC | O_NONBLOCK), 0);
+	assert_int_equal(fcntl(fds[0], F_GETPIPE_SZ), 65536);
+	io_pipe_grow(fds[1]);
+	if (geteuid() == 0 || max >= (long)IO_PIPE_SIZE) {
+		assert_int_equal(fcntl(fds[0], F_GETPIPE_SZ), (int)IO_PIPE_SIZE);
+		uint8_t *b = calloc(1, IO_PIPE_SIZE);
+		assert_non_null(b);
+		assert_int_equal(write(fds[1], b, IO_PIPE_SIZE), (ssize_t)IO_PIPE_SIZE);
+		free(b);
+	}
+	close(fds[0]);
+	close(fds[1]);
+	int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	io_pipe_grow(fd);
+	io_pipe_grow(-1);
+	assert_int_equal(io_write_full(fd, "abc", 3), 0);
+	assert_true(lseek(fd, 0, SEEK_END) == 3);
+	close(fd);
+	rm_rf(dir);
+	free(p);
+	free(dir);
+}
+
 static void test_io_fd_roundtrip(void **state)
 {
 	char *dir = tmpdir_new(), *p = path_join(dir, "f");
@@ -1228,6 +1266,7 @@ int main(void)
 		cmocka_unit_test(test_hash_hex),
 		cmocka_unit_test(test_random_ct),
 		cmocka_unit_test(test_io_fd_roundtrip),
+		cmocka_unit_test(test_io_pipe_grow),
 		cmocka_unit_test(test_io_pipe_short),
 		cmocka_unit_test(test_io_eintr),
 		cmocka_unit_test(test_io_atomic),
