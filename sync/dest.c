@@ -439,7 +439,7 @@ int dst_recv_begin(struct dst *x, const char *target, unsigned rflags,
 			return r;
 		}
 		/* a large pipe: fewer switches between the two threads */
-		(void)fcntl(fds[1], F_SETPIPE_SZ, 1 << 20);
+		io_pipe_grow(fds[1]);
 		rv->rfd = fds[0];
 		rv->wfd = fds[1];
 		if ((r = pthread_create(&rv->th, NULL, recv_thread, rv)) != 0) {
@@ -476,6 +476,7 @@ int dst_recv_begin(struct dst *x, const char *target, unsigned rflags,
 		return r;
 	}
 	rv->pr_on = 1;
+	io_pipe_grow(rv->pr.in_fd); /* the stream's pipe into ssh, as send's */
 	stream_sink_fd_init(&rv->sink, rv->pr.in_fd);
 	*out = rv;
 	*sink = &rv->sink.base;

@@ -317,7 +317,7 @@ int dh_recv_begin(struct dst_http *h, const char *target, unsigned rflags,
 		r = ferry_err_errno(errno, "cannot make a pipe for the upload");
 		goto fail;
 	}
-	(void)fcntl(fds[1], F_SETPIPE_SZ, 1 << 20);
+	io_pipe_grow(fds[1]);
 	u->rfd = fds[0];
 	u->wfd = fds[1];
 	if ((r = pthread_create(&u->th, NULL, put_thread, u)) != 0) {
