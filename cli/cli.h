@@ -29,6 +29,15 @@ enum {
 /* A command: argv[0] is the command name (e.g. "dump"); returns an exit code. */
 typedef int (*cli_fn)(int argc, char **argv);
 
+/* The heap on transparent huge pages (cli/heap.c), for what receives:
+ * grows it once by grow bytes (malloc'd and freed again; glibc then keeps
+ * its top up to four times that), blocks up to 2 x grow come from it
+ * instead of mmap, and the range is advised MADV_HUGEPAGE. Only advice. */
+void cli_heap_huge(size_t grow);
+/* Advises MADV_HUGEPAGE again from where cli_heap_huge began to the heap's
+ * end now, so what the heap grew by since is on huge pages too; nothing
+ * before cli_heap_huge. */
+void cli_heap_advise(void);
 /* Prints "ferry: <msg>" (one line) and returns EXIT_USAGE. */
 int cli_usage(const char *fmt, ...) FERRY_PRINTF(1, 2);
 /* Prints "ferry: <msg>: <detail of r>" (one line) and returns EXIT_FAIL. */

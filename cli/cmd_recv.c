@@ -2,12 +2,10 @@
  * is in recv/. */
 #include <getopt.h>
 #include <inttypes.h>
-#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "../recv/recv.h"
@@ -22,7 +20,7 @@ struct recv_ui {
 	struct cli_meter meter;
 	json_t *snaps;     /* --json: received snapshots by name */
 	json_t *destroyed; /* --json: what -F destroyed */
-	int huge;          /* recv_heap_huge done (a substream began) */
+	int huge;          /* cli_heap_huge done (a substream began) */
 };
 
 static void done_cb(void *arg, const char *snapshot, const struct recv_stats *st)
@@ -199,37 +197,13 @@ static int recv_options(int argc, char **argv, struct recv_args *a)
 	return EXIT_OK;
 }
 
-/* A receive's heap on transparent huge pages. Every first touch of a
- * 4 KiB page is a fault, and on a VM a fault is dear: a kept receive of
- * bench/recv's stream took 7,900 of them, on 2 MiB pages about 800 and
- * some 10 % less time; a full receive of 1,000,000 files 14-18 % less,
- * its peak RSS 59.6 -> 61.3 MiB (docs/notes/recv.md, session 24); a 0.1 %
- * incremental of 1,000,000 files 12,765 -> 1,500 faults, 0.67 -> 0.59 s,
- * 43.7 -> 52 MiB, and the incremental that builds its census 46 -> 55 MiB
- * (docs/notes/scale.md, session 28). The heap grows once by
- * RECV_HEAP_GROW (malloc'd and freed again; glibc keeps its top up to
- * four times that), that range is advised huge, and blocks up to 64 MiB
- * come from the heap instead of mmap; what grows beyond it is ordinary.
- * Done when the first substream begins (begin_cb), so what the receive
- * allocates from then on (the pack writer's buffers too:
- * store_writer_new leaves them to its first record) is on it. Not for a
- * capture, whose sparse 1 MiB job buffers cost 15-18 MiB of RSS on them
- * for no time. Where the kernel has huge pages "never" or malloc is not
- * glibc's heap (ASan), nothing changes. */
+/* A receive's heap on transparent huge pages (cli_heap_huge; what it
+ * gains: cli/heap.c): the heap grows once by RECV_HEAP_GROW, advised
+ * huge, and blocks up to 64 MiB come from it; what grows beyond is
+ * ordinary. Done when the first substream begins (begin_cb), so what the
+ * receive allocates from then on (the pack writer's buffers too:
+ * store_writer_new leaves them to its first record) is on it. */
 #define RECV_HEAP_GROW ((size_t)32 << 20)
-
-static void recv_heap_huge(void)
-{
-	const uintptr_t huge = (uintptr_t)2 << 20;
-	mallopt(M_MMAP_THRESHOLD, (int)(2 * RECV_HEAP_GROW));
-	mallopt(M_TOP_PAD, (int)RECV_HEAP_GROW);
-	mallopt(M_TRIM_THRESHOLD, (int)(4 * RECV_HEAP_GROW));
-	void *b0 = sbrk(0), *p = malloc(RECV_HEAP_GROW), *b1 = sbrk(0);
-	uintptr_t s = ((uintptr_t)b0 + huge - 1) & ~(huge - 1), e = (uintptr_t)b1 & ~(huge - 1);
-	if (p && b0 != (void *)-1 && b1 != (void *)-1 && e > s)
-		(void)madvise((void *)s, e - s, MADV_HUGEPAGE); /* only advice */
-	free(p);
-}
 
 /* As each substream starts: the heap on huge pages (above, once), and
  * recv -v's "receiving full stream of X into Y", as zfs says it. */
@@ -238,7 +212,7 @@ static void begin_cb(void *arg, const char *source, const char *dest, int increm
 	struct recv_ui *ui = arg;
 	if (!ui->huge) {
 		ui->huge = 1;
-		recv_heap_huge();
+		cli_heap_huge(RECV_HEAP_GROW);
 	}
 	if (!ui->verbose || ui->snaps)
 		return;
