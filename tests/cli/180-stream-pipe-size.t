@@ -28,59 +28,55 @@ grant=1
 max=$(cat /proc/sys/fs/pipe-max-size 2>/dev/null || echo 0)
 [ "$(id -u)" = 0 ] || [ "$max" -ge 1048576 ] || grant=0
 
-# the start of each python3 end: F_GETPIPE_SZ reads the size of a pipe
-getsz="import fcntl, sys; F_GETPIPE_SZ = 1032"
+# the other ends, in python3: F_GETPIPE_SZ reads the size of a pipe.
+# feed.py STREAM SIZEFILE writes the stream into its stdout, then waits (at
+# most 30 s) for the reader to have grown that pipe and writes its size;
+# drain.py OUT reads its stdin to the end into OUT, then prints its size.
+cat >"$T/feed.py" <<'PYEOF'
+import fcntl, sys, time
+F_GETPIPE_SZ = 1032
+sys.stdout.buffer.write(open(sys.argv[1], "rb").read())
+sys.stdout.buffer.flush()
+end = time.time() + 30
+while fcntl.fcntl(1, F_GETPIPE_SZ) != 1048576 and time.time() < end:
+    time.sleep(0.01)
+open(sys.argv[2], "w").write(str(fcntl.fcntl(1, F_GETPIPE_SZ)))
+PYEOF
+cat >"$T/drain.py" <<'PYEOF'
+import fcntl, sys
+F_GETPIPE_SZ = 1032
+open(sys.argv[1], "wb").write(sys.stdin.buffer.read())
+print(fcntl.fcntl(0, F_GETPIPE_SZ))
+PYEOF
+# grown NAME SIZEFILE: the pipe's size is 1 MiB, or the kernel grants none
+grown() {
+	if [ $grant = 1 ]; then
+		is "$(cat "$2")" 1048576 "$1"
+	else
+		ok "# SKIP the kernel grants no 1 MiB pipe here (pipe-max-size $max)"
+	fi
+}
 
 # send into a pipe: the reader takes every byte, then reads the pipe's size
-run sh -c "'$FERRY' send tank/fs@a | $PY -c '$getsz
-data = sys.stdin.buffer.read()
-open(\"$T/sent\", \"wb\").write(data)
-print(fcntl.fcntl(0, F_GETPIPE_SZ))'"
+run sh -c "'$FERRY' send tank/fs@a | $PY '$T/drain.py' '$T/sent'"
 is "$rc" 0 "send into a pipe: exit 0"
 cmp -s "$T/sent" "$T/a.stream"
 is "$?" 0 "send into a pipe: the same stream as into a file ($size bytes)"
-if [ $grant = 1 ]; then
-	is "$(cat "$T/out")" 1048576 "send makes the pipe it writes into 1 MiB"
-else
-	ok "# SKIP the kernel grants no 1 MiB pipe here (pipe-max-size $max)"
-fi
+grown "send makes the pipe it writes into 1 MiB" "$T/out"
 
-# recv from a pipe: the writer sends the stream, then waits (at most 30 s)
-# for the receiver to have grown the pipe it writes into
+# recv from a pipe
 ferry pool create -o compression=lz4 dst "$T/p/dst"
-run sh -c "$PY -c '$getsz
-import time
-sys.stdout.buffer.write(open(\"$T/a.stream\", \"rb\").read())
-sys.stdout.buffer.flush()
-end = time.time() + 30
-while fcntl.fcntl(1, F_GETPIPE_SZ) != 1048576 and time.time() < end:
-    time.sleep(0.01)
-open(\"$T/recvsz\", \"w\").write(str(fcntl.fcntl(1, F_GETPIPE_SZ)))' | '$FERRY' recv dst/fs"
+run sh -c "$PY '$T/feed.py' '$T/a.stream' '$T/recvsz' | '$FERRY' recv dst/fs"
 is "$rc" 0 "recv from a pipe: exit 0"
-if [ $grant = 1 ]; then
-	is "$(cat "$T/recvsz")" 1048576 "recv makes the pipe it reads from 1 MiB"
-else
-	ok "# SKIP the kernel grants no 1 MiB pipe here (pipe-max-size $max)"
-fi
+grown "recv makes the pipe it reads from 1 MiB" "$T/recvsz"
 
 # dump from a pipe: the same stream, the same summary as from the file
 ferry dump "$T/a.stream" >"$T/dump.file"
-run sh -c "$PY -c '$getsz
-import time
-sys.stdout.buffer.write(open(\"$T/a.stream\", \"rb\").read())
-sys.stdout.buffer.flush()
-end = time.time() + 30
-while fcntl.fcntl(1, F_GETPIPE_SZ) != 1048576 and time.time() < end:
-    time.sleep(0.01)
-open(\"$T/dumpsz\", \"w\").write(str(fcntl.fcntl(1, F_GETPIPE_SZ)))' | '$FERRY' dump"
+run sh -c "$PY '$T/feed.py' '$T/a.stream' '$T/dumpsz' | '$FERRY' dump"
 is "$rc" 0 "dump from a pipe: exit 0"
 cmp -s "$T/out" "$T/dump.file"
 is "$?" 0 "dump from a pipe: the same records as from the file"
-if [ $grant = 1 ]; then
-	is "$(cat "$T/dumpsz")" 1048576 "dump makes the pipe it reads from 1 MiB"
-else
-	ok "# SKIP the kernel grants no 1 MiB pipe here (pipe-max-size $max)"
-fi
+grown "dump makes the pipe it reads from 1 MiB" "$T/dumpsz"
 
 # send | recv, both ends growing the same pipe
 ferry pool create -o compression=lz4 both "$T/p/both"
