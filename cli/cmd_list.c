@@ -182,15 +182,16 @@ static void json_prop(struct rowset *rs, struct store_pool *p, const struct stor
 	json_object_set_new(props, v->name, o);
 }
 
-/* store_prop_get, but written@SNAP where SNAP does not apply (not an
+/* store_prop_get_memo (m: the row's memo), but written@SNAP where SNAP does not apply (not an
  * earlier snapshot of that dataset) is "-" for what a walk reaches (zfs
  * prints "-" for it everywhere), so get -r written@SNAP POOL works as
  * zfs's; for the one dataset or snapshot named on the command line
  * without -r or -d it stays the error that says why. */
 static int prop_get_walked(struct store_pool *p, const struct store_ds *ds, const char *name,
-			   const struct depthlim *lim, struct store_propval *v)
+			   const struct depthlim *lim, struct store_propval *v,
+			   struct store_prop_memo *m)
 {
-	int r = store_prop_get(p, ds, name, v);
+	int r = store_prop_get_memo(p, ds, name, v, m);
 	if ((r != -FERR_NOENT && r != -FERR_INVAL) || strncmp(name, "written@", 8) ||
 	    (!lim->recursive && !strcmp(ds->name, lim->root)))
 		return r;
@@ -253,6 +254,7 @@ static int list_one(struct store_pool *p, const struct store_ds *ds, void *arg)
 	struct rowset *rs = arg;
 	struct cell *row;
 	struct store_propval *v;
+	struct store_prop_memo m = {0};
 	int r;
 	if (!(rs->types & (1 << ds->type)))
 		return 0;
@@ -261,7 +263,7 @@ static int list_one(struct store_pool *p, const struct store_ds *ds, void *arg)
 	if ((r = rowset_add(rs, &row)) < 0)
 		goto out;
 	for (size_t c = 0; c < rs->ncols; c++) {
-		if ((r = prop_get_walked(p, ds, rs->cols[c], &rs->lim, v)) < 0)
+		if ((r = prop_get_walked(p, ds, rs->cols[c], &rs->lim, v, &m)) < 0)
 			goto out;
 		if ((r = cell_set(&row[c], v->value, v->exact, v->numeric)) < 0)
 			goto out;
@@ -653,6 +655,7 @@ static int get_one(struct store_pool *p, const struct store_ds *ds, void *arg)
 {
 	struct getctx *g = arg;
 	struct store_propval *v;
+	struct store_prop_memo m = {0};
 	int r = 0;
 	if (!(g->types & (1 << ds->type)))
 		return 0;
@@ -663,7 +666,7 @@ static int get_one(struct store_pool *p, const struct store_ds *ds, void *arg)
 	if (!(v = malloc(sizeof *v)))
 		return ferry_err(FERR_NOMEM, "getting properties");
 	for (size_t i = 0; i < g->nprops; i++)
-		if ((r = prop_get_walked(p, ds, g->props[i], &g->lim, v)) < 0 ||
+		if ((r = prop_get_walked(p, ds, g->props[i], &g->lim, v, &m)) < 0 ||
 		    (r = get_emit(v, g)) < 0)
 			break;
 	free(v);

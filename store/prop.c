@@ -83,8 +83,23 @@ static void set_num(struct store_propval *out, uint64_t v, int bytes)
 	out->numeric = 1;
 }
 
+/* ds's space figures, from the memo m when it holds ds's */
+static int space_of(struct store_pool *p, const struct store_ds *ds, struct store_prop_memo *m,
+		    struct store_space *sp)
+{
+	if (m && m->have && m->id == ds->id && m->type == ds->type) {
+		*sp = m->sp;
+		return 0;
+	}
+	int r = store_ds_space(p, ds, sp);
+	if (r == 0 && m)
+		*m = (struct store_prop_memo){.id = ds->id, .type = ds->type, .have = 1, .sp = *sp};
+	return r;
+}
+
 static int readonly_value(struct store_pool *p, const struct store_ds *ds,
-			  const struct prop_def *d, struct store_propval *out)
+			  const struct prop_def *d, struct store_propval *out,
+			  struct store_prop_memo *m)
 {
 	struct store_space sp;
 	int r;
@@ -135,7 +150,7 @@ static int readonly_value(struct store_pool *p, const struct store_ds *ds,
 		set_num(out, avail, 1);
 		return 0;
 	} else {
-		if ((r = store_ds_space(p, ds, &sp)) < 0)
+		if ((r = space_of(p, ds, m, &sp)) < 0)
 			return r;
 		uint64_t v = 0;
 		if (!strcmp(d->name, "compressratio") || !strcmp(d->name, "refcompressratio")) {
@@ -165,6 +180,12 @@ static int readonly_value(struct store_pool *p, const struct store_ds *ds,
 
 int store_prop_get(struct store_pool *p, const struct store_ds *ds, const char *name,
 		   struct store_propval *out)
+{
+	return store_prop_get_memo(p, ds, name, out, NULL);
+}
+
+int store_prop_get_memo(struct store_pool *p, const struct store_ds *ds, const char *name,
+			struct store_propval *out, struct store_prop_memo *m)
 {
 	const struct prop_def *d = prop_find(name);
 	const char *since;
@@ -224,7 +245,7 @@ int store_prop_get(struct store_pool *p, const struct store_ds *ds, const char *
 		return 0;
 	}
 	if (d->kind == PK_RO)
-		return readonly_value(p, ds, d, out);
+		return readonly_value(p, ds, d, out, m);
 	if ((r = resolve(p, ds, d->name, d->inherit, d->def, out)) < 0)
 		return r;
 	switch (d->kind) {
@@ -291,6 +312,7 @@ out:
 int store_prop_all(struct store_pool *p, const struct store_ds *ds, store_prop_fn fn, void *arg)
 {
 	struct store_propval *v = malloc(sizeof *v);
+	struct store_prop_memo m = {0};
 	char **names = NULL;
 	size_t n = 0;
 	int r = 0;
@@ -300,7 +322,7 @@ int store_prop_all(struct store_pool *p, const struct store_ds *ds, store_prop_f
 	for (size_t i = 0; (d = prop_at(i)); i++) {
 		if (!d->in_all || !(d->types & (1 << ds->type)))
 			continue;
-		if ((r = store_prop_get(p, ds, d->name, v)) < 0 || (r = fn(v, arg)) != 0)
+		if ((r = store_prop_get_memo(p, ds, d->name, v, &m)) < 0 || (r = fn(v, arg)) != 0)
 			goto out;
 	}
 	struct store_ds owner = *ds;

@@ -16,24 +16,26 @@
 #include "internal.h"
 
 /* Physical and logical bytes of the distinct blocks of each dataset in the
- * subtree of ds_id (each block once per dataset). */
-static int subtree_blocks(struct store_pool *p, int64_t ds_id, int children_only, uint64_t *pb,
-			  uint64_t *lb)
+ * subtree of ds_id (each block once per dataset): all[] of the whole
+ * subtree, ch[] of its descendants alone, in one pass. */
+static int subtree_blocks(struct store_pool *p, int64_t ds_id, uint64_t all[2], uint64_t ch[2])
 {
 	sqlite3_stmt *st = NULL;
 	int r = cat_prepare(p, "WITH RECURSIVE sub(id) AS (SELECT ?1 UNION ALL SELECT d.id FROM"
 			       " datasets d JOIN sub ON d.parent_id = sub.id)"
-			       " SELECT coalesce(sum(b.psize), 0), coalesce(sum(b.lsize), 0) FROM"
+			       " SELECT coalesce(sum(b.psize), 0), coalesce(sum(b.lsize), 0),"
+			       " coalesce(sum(CASE WHEN y.ds_id != ?1 THEN b.psize END), 0),"
+			       " coalesce(sum(CASE WHEN y.ds_id != ?1 THEN b.lsize END), 0) FROM"
 			       " (SELECT DISTINCT x.ds_id, x.block_id FROM ds_refs x WHERE x.ds_id IN"
-			       " (SELECT id FROM sub) AND (?2 = 0 OR x.ds_id != ?1)) y"
-			       " JOIN blocks b ON b.id = y.block_id", &st);
+			       " (SELECT id FROM sub)) y JOIN blocks b ON b.id = y.block_id", &st);
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(st, 1, ds_id);
-	sqlite3_bind_int(st, 2, children_only);
 	if (sqlite3_step(st) == SQLITE_ROW) {
-		*pb = (uint64_t)sqlite3_column_int64(st, 0);
-		*lb = (uint64_t)sqlite3_column_int64(st, 1);
+		for (int i = 0; i < 2; i++) {
+			all[i] = (uint64_t)sqlite3_column_int64(st, i);
+			ch[i] = (uint64_t)sqlite3_column_int64(st, 2 + i);
+		}
 	} else {
 		r = cat_err(p, "computing space");
 	}
@@ -76,16 +78,10 @@ int store_ds_space(struct store_pool *p, const struct store_ds *ds, struct store
 		*out = s;
 		return 0;
 	}
-	uint64_t own_p = 0, own_l = 0, all_p = 0, all_l = 0;
-	if ((r = subtree_blocks(p, ds->id, 0, &all_p, &all_l)) < 0)
+	uint64_t all[2] = {0, 0}, ch[2] = {0, 0};
+	if ((r = subtree_blocks(p, ds->id, all, ch)) < 0)
 		return r;
-	{
-		uint64_t ch_p = 0, ch_l = 0;
-		if ((r = subtree_blocks(p, ds->id, 1, &ch_p, &ch_l)) < 0)
-			return r;
-		own_p = all_p - ch_p;
-		own_l = all_l - ch_l;
-	}
+	uint64_t all_p = all[0], all_l = all[1], own_p = all[0] - ch[0];
 	struct store_snap newest;
 	r = store_snap_newest(p, ds, &newest);
 	if (r == 0) {
@@ -105,7 +101,6 @@ int store_ds_space(struct store_pool *p, const struct store_ds *ds, struct store
 	s.usedbydataset = s.referenced;
 	s.usedbysnapshots = own_p > s.referenced ? own_p - s.referenced : 0;
 	s.usedbychildren = all_p - own_p;
-	(void)own_l;
 	s.written = 0; /* nothing is written after the newest snapshot */
 	*out = s;
 	return 0;

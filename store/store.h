@@ -301,6 +301,18 @@ struct store_space {
 };
 /* Exact accounting for ds (zeros until data lands). */
 int store_ds_space(struct store_pool *p, const struct store_ds *ds, struct store_space *out) FERRY_WUR;
+/* One row's space figures (store_ds_space) kept for its next property: a
+ * row of several (list -o used,referenced,..., get all) costs one
+ * computation, and its figures come from one reading. Zeroed before each
+ * row; it never sees a later commit, so it lives for one row only. */
+struct store_prop_memo {
+	int64_t id;
+	int type, have;
+	struct store_space sp;
+};
+/* store_prop_get, with the row's memo m (NULL: none). */
+int store_prop_get_memo(struct store_pool *p, const struct store_ds *ds, const char *name,
+			struct store_propval *out, struct store_prop_memo *m) FERRY_WUR;
 /* quota and refquota (quota.c; zfsprops(7)): inside the transaction that
  * commits a new newest snapshot of ds referencing referenced bytes, with
  * its rows in, 0 when ds's refquota and the quota of ds and of each

@@ -282,6 +282,19 @@ static void check_ds(const struct store_ds *ds, int step)
 	if ((int64_t)sp.used != u)
 		fail_msg("seed %u step %d: %s: used %llu, its snapshots' blocks %lld", seed, step,
 			 ds->name, (unsigned long long)sp.used, (long long)u);
+	/* a row's memo: another object's figures (a snapshot's of the same
+	 * id) are not taken for ds; ds's, once in it, are, as they stand */
+	struct store_prop_memo m = {.id = ds->id, .type = STORE_DS_SNAPSHOT, .have = 1};
+	struct store_propval v;
+	m.sp.used = sp.used + 1;
+	assert_int_equal(store_prop_get_memo(P, ds, "used", &v, &m), 0);
+	assert_int_equal(strtoull(v.exact, NULL, 10), sp.used);
+	assert_true(m.have && m.id == ds->id && m.type == ds->type);
+	m.sp.usedbychildren = sp.usedbychildren + 7;
+	assert_int_equal(store_prop_get_memo(P, ds, "usedbychildren", &v, &m), 0);
+	assert_int_equal(strtoull(v.exact, NULL, 10), sp.usedbychildren + 7);
+	assert_int_equal(store_prop_get(P, ds, "usedbychildren", &v), 0);
+	assert_int_equal(strtoull(v.exact, NULL, 10), sp.usedbychildren);
 	for (size_t i = 0; i < l.n; i++)
 		free(sets[i].h);
 	free(all.h);
