@@ -9,8 +9,6 @@
  * of its path lengths. Member names are hostile input: absolute names are
  * made relative, "." components dropped, names with ".." refused, and a
  * member more than NODE_TREE_DEPTH_MAX directories down skipped (warned). */
-#include <archive.h>
-#include <archive_entry.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +17,7 @@
 #include <sys/sysmacros.h>
 
 #include "internal.h"
+#include "lib/arc.h"
 
 /* A warning names at most this much of a path: its start and its end. */
 #define WARN_PATH_MAX 4096
@@ -79,12 +78,12 @@ static int read_member(struct actx *c, struct archive *a, struct anode *n, const
 	node_bl_builder_init(&bl, arch_put_node, c, c->rs);
 	memset(c->rec, 0, c->rs);
 	for (;;) {
-		int ar = archive_read_data_block(a, &buf, &size, &off);
+		int ar = arc.read_data_block(a, &buf, &size, &off);
 		if (ar == ARCHIVE_EOF)
 			break;
 		if (ar < ARCHIVE_WARN) {
 			r = ferry_err(FERR_CORRUPT, "reading '%.200s' from the archive: %s", path,
-				      archive_error_string(a));
+				      arc.error_string(a));
 			goto out;
 		}
 		if (off < 0 || (uint64_t)off < end) {
@@ -143,11 +142,11 @@ out:
 
 static void set_attrs(struct anode *n, struct archive_entry *ae)
 {
-	n->e.mode = (uint16_t)(archive_entry_perm(ae) & 07777);
-	n->e.uid = (uint32_t)archive_entry_uid(ae);
-	n->e.gid = (uint32_t)archive_entry_gid(ae);
-	n->e.mtime_sec = archive_entry_mtime(ae);
-	n->e.mtime_nsec = archive_entry_mtime_is_set(ae) ? (uint32_t)archive_entry_mtime_nsec(ae) : 0;
+	n->e.mode = (uint16_t)(arc.entry_perm(ae) & 07777);
+	n->e.uid = (uint32_t)arc.entry_uid(ae);
+	n->e.gid = (uint32_t)arc.entry_gid(ae);
+	n->e.mtime_sec = arc.entry_mtime(ae);
+	n->e.mtime_nsec = arc.entry_mtime_is_set(ae) ? (uint32_t)arc.entry_mtime_nsec(ae) : 0;
 	if (n->e.mtime_nsec >= 1000000000u)
 		n->e.mtime_nsec = 0;
 }
@@ -165,7 +164,7 @@ static int read_xattrs(struct anode *n, struct archive_entry *ae)
 	const char *name;
 	const void *val;
 	size_t size;
-	int cnt = archive_entry_xattr_reset(ae);
+	int cnt = arc.entry_xattr_reset(ae);
 	struct fbuf b;
 	if (cnt <= 0)
 		return 0;
@@ -177,7 +176,7 @@ static int read_xattrs(struct anode *n, struct archive_entry *ae)
 	fbuf_init(&b, (size_t)1 << 20);
 	size_t k = 0;
 	int r = 0;
-	while (k < (size_t)cnt && archive_entry_xattr_next(ae, &name, &val, &size) == ARCHIVE_OK) {
+	while (k < (size_t)cnt && arc.entry_xattr_next(ae, &name, &val, &size) == ARCHIVE_OK) {
 		size_t nl = strlen(name);
 		if (!nl || nl > NODE_XATTR_NAME_MAX || size > NODE_XATTR_VALUE_MAX)
 			continue;
@@ -286,14 +285,14 @@ static int member_content(struct actx *c, struct archive *a, struct archive_entr
 		break;
 	case AE_IFREG:
 		n->e.ftype = NODE_F_REG;
-		if ((r = read_member(c, a, n, path, archive_entry_size_is_set(ae)
-							    ? archive_entry_size(ae) : -1)) < 0)
+		if ((r = read_member(c, a, n, path, arc.entry_size_is_set(ae)
+							    ? arc.entry_size(ae) : -1)) < 0)
 			return r;
 		if (!n->e.size)
 			n->e.child_type = 0;
 		break;
 	case AE_IFLNK: {
-		const char *t = archive_entry_symlink(ae);
+		const char *t = arc.entry_symlink(ae);
 		size_t tl = t ? strlen(t) : 0;
 		if (!tl || tl > NODE_TARGET_MAX) {
 			awarn(c, path, "bad symlink target; skipped", 1);
@@ -314,8 +313,8 @@ static int member_content(struct actx *c, struct archive *a, struct archive_entr
 	case AE_IFBLK:
 		n->e.ftype = ft == AE_IFIFO ? NODE_F_FIFO : ft == AE_IFCHR ? NODE_F_CHR : NODE_F_BLK;
 		if (ft != AE_IFIFO) {
-			n->e.rdev_major = major(archive_entry_rdev(ae));
-			n->e.rdev_minor = minor(archive_entry_rdev(ae));
+			n->e.rdev_major = major(arc.entry_rdev(ae));
+			n->e.rdev_minor = minor(arc.entry_rdev(ae));
 		}
 		c->st->specials++;
 		break;
@@ -332,7 +331,7 @@ static int member(struct actx *c, struct archive *a, struct archive_entry *ae)
 {
 	size_t levels;
 	int r;
-	const char *raw = archive_entry_pathname(ae);
+	const char *raw = arc.entry_pathname(ae);
 	if (raw && (r = name_buf(&c->path, &c->pathcap, raw)) < 0)
 		return r;
 	if (!raw || r == 1 || arch_normalize(raw, c->path, &levels)) {
@@ -349,8 +348,8 @@ static int member(struct actx *c, struct archive *a, struct archive_entry *ae)
 		awarn(c, path, msg, 1);
 		return 0;
 	}
-	mode_t ft = archive_entry_filetype(ae);
-	const char *hl = archive_entry_hardlink(ae);
+	mode_t ft = arc.entry_filetype(ae);
+	const char *hl = arc.entry_hardlink(ae);
 	if (!*path) {
 		if (ft == AE_IFDIR) {
 			set_attrs(&c->root, ae);
@@ -396,7 +395,9 @@ int capture_archive(struct store_pool *p, struct store_writer *w, struct capture
 	struct archive_entry *ae;
 	struct fbuf rb;
 	struct stat sb;
-	int r = 0;
+	int r = arc_load();
+	if (r < 0)
+		return r;
 	memset(&c, 0, sizeof c);
 	c.w = w;
 	c.st = st;
@@ -415,23 +416,23 @@ int capture_archive(struct store_pool *p, struct store_writer *w, struct capture
 		r = ferry_err(FERR_NOMEM, "capturing an archive");
 		goto out;
 	}
-	if (!(a = archive_read_new())) {
+	if (!(a = arc.read_new())) {
 		r = ferry_err(FERR_NOMEM, "capturing an archive");
 		goto out;
 	}
-	archive_read_support_filter_all(a);
-	archive_read_support_format_all(a);
-	if (archive_read_open_filename(a, from, 1 << 20) != ARCHIVE_OK) {
-		r = ferry_err(FERR_IO, "cannot open archive '%s': %s", from, archive_error_string(a));
+	arc.read_support_filter_all(a);
+	arc.read_support_format_all(a);
+	if (arc.read_open_filename(a, from, 1 << 20) != ARCHIVE_OK) {
+		r = ferry_err(FERR_IO, "cannot open archive '%s': %s", from, arc.error_string(a));
 		goto out;
 	}
 	for (;;) {
-		int ar = archive_read_next_header(a, &ae);
+		int ar = arc.read_next_header(a, &ae);
 		if (ar == ARCHIVE_EOF)
 			break;
 		if (ar < ARCHIVE_WARN) {
 			r = ferry_err(FERR_CORRUPT, "reading archive '%s': %s", from,
-				      archive_error_string(a));
+				      arc.error_string(a));
 			goto out;
 		}
 		if ((r = member(&c, a, ae)) < 0)
@@ -447,7 +448,7 @@ int capture_archive(struct store_pool *p, struct store_writer *w, struct capture
 		r = ferry_err(FERR_PARTIAL, "some archive members were skipped");
 out:
 	if (a)
-		archive_read_free(a);
+		arc.read_free(a);
 	arch_free_tree(&c);
 	free(c.last);
 	free(c.chain);

@@ -5,6 +5,7 @@
 #ifndef FERRY_LIB_H
 #define FERRY_LIB_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -431,6 +432,36 @@ unsigned pipeline_nthreads(const struct pipeline *pl);
 /* Cancels what is in flight, stops the workers, releases every slot and
  * frees the pipeline. NULL is a no-op. */
 void pipeline_free(struct pipeline *pl);
+
+/* ---- libraries loaded on first use (lazy.c) -------------------------------
+ * A library that only some commands need is not linked: each start of
+ * every command would pay for it and all it brings (libarchive and its 12,
+ * libcurl and libmicrohttpd and their 39). The first command that uses it
+ * opens it by soname and fills a table of its functions (net/lazy.c,
+ * lib/arc.c). A lazy_lib records that one load; LAZY_LIB_INIT(soname)
+ * makes it. */
+struct lazy_lib {
+	pthread_once_t once;
+	const char *soname;
+	int rc;
+	char msg[512];
+};
+#define LAZY_LIB_INIT(so) {PTHREAD_ONCE_INIT, (so), 0, ""}
+/* dlopen of L's soname; NULL with the failure recorded in L. */
+void *lazy_open(struct lazy_lib *L);
+/* Function name in h; NULL with the failure recorded in L (a library older
+ * than the headers ferry was built with). */
+void *lazy_sym(struct lazy_lib *L, void *h, const char *name);
+/* Runs load for L once per process (thread-safe); then 0, or L's failure
+ * as -FERR_UNSUPPORTED with "WHAT: " and its message, on every call. */
+int lazy_once(struct lazy_lib *L, void (*load)(void), const char *what) FERRY_WUR;
+/* In a loader with L, its handle h and its table api: fills member n from
+ * function prefix##n, or leaves the loader at the first miss (the handle
+ * stays open: nothing will use it, and it costs no more). POSIX makes
+ * dlsym's pointer callable as the function's type. */
+#define LAZY_SET(prefix, n)                                                  \
+	if (!(api->n = (__typeof__(api->n))lazy_sym(L, h, prefix #n)))      \
+		return;
 
 #include "banned.h"
 #endif

@@ -3,8 +3,6 @@
  * names are the snapshot's relative paths; hardlinks stay hardlinks; a
  * file's holes are left out of tar and pax archives (a GNU sparse 1.0 map,
  * which GNU tar and bsdtar restore as holes) and written as zeros in zip. */
-#include <archive.h>
-#include <archive_entry.h>
 #include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +12,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "lib/arc.h"
 
 struct ar {
 	struct archive *a;
@@ -40,7 +39,7 @@ static int rd_node(void *arg, const uint8_t hash[FERRY_HASH_LEN], int *type, str
 
 static int ar_err(struct ar *w, const char *what)
 {
-	return ferry_err(FERR_IO, "%s: %s", what, archive_error_string(w->a));
+	return ferry_err(FERR_IO, "%s: %s", what, arc.error_string(w->a));
 }
 
 static int sel(struct ar *w)
@@ -75,7 +74,7 @@ static int write_zeros(struct ar *w, uint64_t len)
 	}
 	for (uint64_t done = 0; done < len;) {
 		size_t k = len - done < w->bufcap ? (size_t)(len - done) : w->bufcap;
-		if (archive_write_data(w->a, w->buf, k) != (la_ssize_t)k)
+		if (arc.write_data(w->a, w->buf, k) != (la_ssize_t)k)
 			return ar_err(w, "writing archive data");
 		done += k;
 	}
@@ -124,7 +123,7 @@ static int ajob_done(void *jv, int res, void *ctx)
 	if (j->hole)
 		return write_zeros(w, j->len);
 	const void *src = j->c.id == CODEC_OFF ? j->payload.data : j->out;
-	if (archive_write_data(w->a, src, j->lsize) != (la_ssize_t)j->lsize)
+	if (arc.write_data(w->a, src, j->lsize) != (la_ssize_t)j->lsize)
 		return ar_err(w, "writing archive data");
 	w->st->bytes += j->lsize;
 	return 0;
@@ -203,7 +202,7 @@ static void sparse_flush(struct sparse *m)
 	if (++m->runs > SPARSE_RUNS_MAX)
 		m->too_many = 1;
 	else
-		archive_entry_sparse_add_entry(m->ae, (la_int64_t)m->start, (la_int64_t)m->len);
+		arc.entry_sparse_add_entry(m->ae, (la_int64_t)m->start, (la_int64_t)m->len);
 	m->len = 0;
 }
 
@@ -240,9 +239,9 @@ static int sparse_map(struct ar *w, struct archive_entry *ae, const struct node_
 	/* a map must name at least one run: a file of holes only gets an
 	 * empty one at its end */
 	if (m.holes && !m.runs)
-		archive_entry_sparse_add_entry(ae, (la_int64_t)e->size, 0);
+		arc.entry_sparse_add_entry(ae, (la_int64_t)e->size, 0);
 	if (!m.holes || m.too_many)
-		archive_entry_sparse_clear(ae);
+		arc.entry_sparse_clear(ae);
 	return 0;
 }
 
@@ -291,48 +290,48 @@ static int emit_entry(struct ar *w, const struct node_entry *e, int s)
 		ar_warn(w, "device node not restored (--no-devices)");
 		return 0;
 	}
-	struct archive_entry *ae = archive_entry_new();
+	struct archive_entry *ae = arc.entry_new();
 	char xn[NODE_XATTR_NAME_MAX + 1];
 	int r = 0;
 	if (!ae)
 		return ferry_err(FERR_NOMEM, "writing an archive");
 	if (fbuf_putc(&w->path, 0) < 0) {
-		archive_entry_free(ae);
+		arc.entry_free(ae);
 		return ferry_err(FERR_NOMEM, "writing an archive");
 	}
 	w->path.len--;
-	archive_entry_copy_pathname(ae, (const char *)w->path.data);
+	arc.entry_copy_pathname(ae, (const char *)w->path.data);
 	/* --no-setuid, --no-same-owner: the entries an extractor gets are
 	 * those a tree restore would make */
-	archive_entry_set_perm(ae, (ut & RESTORE_NO_SETUID) ? e->mode & ~(S_ISUID | S_ISGID)
+	arc.entry_set_perm(ae, (ut & RESTORE_NO_SETUID) ? e->mode & ~(S_ISUID | S_ISGID)
 								    : e->mode);
-	archive_entry_set_uid(ae, (ut & RESTORE_NO_SAME_OWNER) ? geteuid() : e->uid);
-	archive_entry_set_gid(ae, (ut & RESTORE_NO_SAME_OWNER) ? getegid() : e->gid);
-	archive_entry_set_mtime(ae, (time_t)e->mtime_sec, (long)e->mtime_nsec);
+	arc.entry_set_uid(ae, (ut & RESTORE_NO_SAME_OWNER) ? geteuid() : e->uid);
+	arc.entry_set_gid(ae, (ut & RESTORE_NO_SAME_OWNER) ? getegid() : e->gid);
+	arc.entry_set_mtime(ae, (time_t)e->mtime_sec, (long)e->mtime_nsec);
 	for (size_t i = 0; i < e->nxattr; i++) {
 		memcpy(xn, e->xattrs[i].name, e->xattrs[i].name_len);
 		xn[e->xattrs[i].name_len] = 0;
 		if ((ut & RESTORE_NO_SETUID) && !strcmp(xn, "security.capability"))
 			continue;
-		archive_entry_xattr_add_entry(ae, xn, e->xattrs[i].value, e->xattrs[i].value_len);
+		arc.entry_xattr_add_entry(ae, xn, e->xattrs[i].value, e->xattrs[i].value_len);
 	}
 	const char *first = NULL;
 	switch (e->ftype) {
 	case NODE_F_DIR:
-		archive_entry_set_filetype(ae, AE_IFDIR);
+		arc.entry_set_filetype(ae, AE_IFDIR);
 		w->st->dirs++;
 		break;
 	case NODE_F_REG:
-		archive_entry_set_filetype(ae, AE_IFREG);
+		arc.entry_set_filetype(ae, AE_IFREG);
 		for (size_t i = 0; e->link_id && i < w->nlinks; i++)
 			if (w->links[i].id == e->link_id)
 				first = w->links[i].path;
 		if (first) {
-			archive_entry_copy_hardlink(ae, first);
-			archive_entry_set_size(ae, 0);
+			arc.entry_copy_hardlink(ae, first);
+			arc.entry_set_size(ae, 0);
 			w->st->hardlinks++;
 		} else {
-			archive_entry_set_size(ae, (la_int64_t)e->size);
+			arc.entry_set_size(ae, (la_int64_t)e->size);
 			w->st->files++;
 			if (strcmp(w->o->format, "zip") && e->size && e->child_type &&
 			    (r = sparse_map(w, ae, e)) < 0)
@@ -343,25 +342,25 @@ static int emit_entry(struct ar *w, const struct node_entry *e, int s)
 		char t[NODE_TARGET_MAX + 1];
 		memcpy(t, e->target, e->target_len);
 		t[e->target_len] = 0;
-		archive_entry_set_filetype(ae, AE_IFLNK);
-		archive_entry_copy_symlink(ae, t);
+		arc.entry_set_filetype(ae, AE_IFLNK);
+		arc.entry_copy_symlink(ae, t);
 		w->st->symlinks++;
 		break;
 	}
 	default:
-		archive_entry_set_filetype(ae, e->ftype == NODE_F_FIFO ? AE_IFIFO
+		arc.entry_set_filetype(ae, e->ftype == NODE_F_FIFO ? AE_IFIFO
 					       : e->ftype == NODE_F_CHR ? AE_IFCHR : AE_IFBLK);
-		archive_entry_set_rdev(ae, makedev(e->rdev_major, e->rdev_minor));
+		arc.entry_set_rdev(ae, makedev(e->rdev_major, e->rdev_minor));
 		w->st->specials++;
 	}
-	int hr = archive_write_header(w->a, ae);
+	int hr = arc.write_header(w->a, ae);
 	/* A name that is not UTF-8 cannot be translated for pax's UTF-8
 	 * headers: libarchive then writes that one entry's names as bytes
 	 * under hdrcharset=BINARY and warns. That loses nothing; any other
 	 * warning or error does. (BINARY for every entry would keep names
 	 * too, but GNU tar warns about the keyword once per entry.) */
-	if (hr == ARCHIVE_WARN && archive_error_string(w->a) &&
-	    !strncmp(archive_error_string(w->a), "Can't translate", 15))
+	if (hr == ARCHIVE_WARN && arc.error_string(w->a) &&
+	    !strncmp(arc.error_string(w->a), "Can't translate", 15))
 		hr = ARCHIVE_OK;
 	if (hr != ARCHIVE_OK) {
 		r = ar_err(w, "writing an archive header");
@@ -382,7 +381,7 @@ static int emit_entry(struct ar *w, const struct node_entry *e, int s)
 	if (e->ftype == NODE_F_DIR)
 		r = 1; /* descend */
 out:
-	archive_entry_free(ae);
+	arc.entry_free(ae);
 	(void)s;
 	return r;
 }
@@ -462,6 +461,8 @@ int restore_archive(struct store_pool *p, struct store_reader *rd, const struct 
 	fbuf_init(&w.path, (size_t)1 << 24);
 	if (kind != NODE_ROOT_FILESYSTEM)
 		return ferry_err(FERR_UNSUPPORTED, "a volume restores to an image, not an archive");
+	if ((r = arc_load()) < 0)
+		return r;
 	if (o->nfiles && !(w.found = calloc(o->nfiles, sizeof *w.found)))
 		return ferry_err(FERR_NOMEM, "writing an archive");
 	/* libarchive translates names from the locale's charset to pax's
@@ -471,7 +472,7 @@ int restore_archive(struct store_pool *p, struct store_reader *rd, const struct 
 	 * non-ASCII name goes as bytes, which loses nothing either. */
 	utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
 	old = utf8 ? uselocale(utf8) : (locale_t)0;
-	if (!(w.a = archive_write_new())) {
+	if (!(w.a = arc.write_new())) {
 		r = ferry_err(FERR_NOMEM, "writing an archive");
 		goto out;
 	}
@@ -479,9 +480,9 @@ int restore_archive(struct store_pool *p, struct store_reader *rd, const struct 
 	/* tar and pax both write POSIX pax archives: only pax keeps nanosecond
 	 * times of every entry, xattrs and non-UTF-8 names exactly. */
 	if (!strcmp(o->format, "tar") || !strcmp(o->format, "pax"))
-		fr = archive_write_set_format_pax(w.a);
+		fr = arc.write_set_format_pax(w.a);
 	else if (!strcmp(o->format, "zip"))
-		fr = archive_write_set_format_zip(w.a);
+		fr = arc.write_set_format_zip(w.a);
 	else {
 		r = ferry_err(FERR_INVAL, "unknown archive format '%s' (tar, pax, zip)", o->format);
 		goto out;
@@ -490,9 +491,9 @@ int restore_archive(struct store_pool *p, struct store_reader *rd, const struct 
 	 * tarfile all know (not also as LIBARCHIVE.xattr, which GNU tar
 	 * warns about once per entry) */
 	if (fr == ARCHIVE_OK && strcmp(o->format, "zip") &&
-	    archive_write_set_options(w.a, "xattrheader=SCHILY") < ARCHIVE_WARN)
+	    arc.write_set_options(w.a, "xattrheader=SCHILY") < ARCHIVE_WARN)
 		fr = ARCHIVE_FAILED;
-	if (fr != ARCHIVE_OK || archive_write_open_fd(w.a, o->fd) != ARCHIVE_OK) {
+	if (fr != ARCHIVE_OK || arc.write_open_fd(w.a, o->fd) != ARCHIVE_OK) {
 		r = ar_err(&w, "opening the archive");
 		goto out;
 	}
@@ -506,7 +507,7 @@ int restore_archive(struct store_pool *p, struct store_reader *rd, const struct 
 			r = ferry_err(FERR_NOENT, "'%s' is not in the snapshot", o->files[i]);
 			goto out;
 		}
-	if (archive_write_close(w.a) != ARCHIVE_OK)
+	if (arc.write_close(w.a) != ARCHIVE_OK)
 		r = ar_err(&w, "closing the archive");
 	else if (w.partial)
 		r = ferry_err(FERR_PARTIAL, "restored with %llu warnings",
@@ -514,7 +515,7 @@ int restore_archive(struct store_pool *p, struct store_reader *rd, const struct 
 out:
 	pipeline_free(w.pl); /* before the archive its jobs write to */
 	if (w.a)
-		archive_write_free(w.a);
+		arc.write_free(w.a);
 	for (size_t i = 0; i < w.nlinks; i++)
 		free(w.links[i].path);
 	free(w.links);

@@ -5,7 +5,8 @@
 # (a folder's public header is the one named after it: store/store.h,
 # capture/capture.h, ...; lib/lib.h; stream/stream.h), its own headers,
 # and never another folder's private one (internal.h and the rest).
-# Libraries stay where they belong: libarchive in capture/ and restore/,
+# Libraries stay where they belong: libarchive in capture/ and restore/
+# (and lib/arc.c, which loads it for them),
 # libcurl and libmicrohttpd in net/, SQLite in store/.
 #
 #   sh scripts/depcheck.sh [ROOT]     (ROOT: the tree to check, default .)
@@ -35,11 +36,13 @@ BEGIN {
 	uses["sync"] = "lib stream store send recv net"
 	uses["scrub"] = "lib store"
 	uses["cli"] = "lib stream store capture restore send recv net sync scrub"
-	# public headers besides DIR/DIR.h
-	public["store/codec.h"] = 1
+	# public headers besides DIR/DIR.h, and the folders that may include
+	# them ("all": every one that may use the folder)
+	public["store/codec.h"] = "all"
+	public["lib/arc.h"] = "capture restore"
 	# libraries: the start of the name in #include <...>, and where
 	nlibs = split("archive curl/ microhttpd sqlite3", libpat, " ")
-	libdirs["archive"] = "capture restore"
+	libdirs["archive"] = "lib capture restore"
 	libdirs["curl/"] = "net"
 	libdirs["microhttpd"] = "net"
 	libdirs["sqlite3"] = "store"
@@ -72,6 +75,9 @@ FNR == 1 { dir = FILENAME; sub(/\/.*/, "", dir) }
 		fail = 1
 	} else if (path != top "/" top ".h" && !(path in public)) {
 		printf "depcheck: %s includes %s, a private header of %s/\n", FILENAME, inc, top
+		fail = 1
+	} else if ((path in public) && public[path] != "all" && !listed(dir, public[path])) {
+		printf "depcheck: %s includes %s (only from %s)\n", FILENAME, inc, public[path]
 		fail = 1
 	}
 	next
