@@ -182,11 +182,11 @@ static void json_prop(struct rowset *rs, struct store_pool *p, const struct stor
 	json_object_set_new(props, v->name, o);
 }
 
-/* store_prop_get_memo (m: the row's memo), but written@SNAP where SNAP does not apply (not an
- * earlier snapshot of that dataset) is "-" for what a walk reaches (zfs
- * prints "-" for it everywhere), so get -r written@SNAP POOL works as
- * zfs's; for the one dataset or snapshot named on the command line
- * without -r or -d it stays the error that says why. */
+/* store_prop_get_memo with the row's memo m, but written@SNAP where SNAP
+ * does not apply (not an earlier snapshot of that dataset) is "-" for
+ * what a walk reaches (zfs prints "-" for it everywhere), so get -r
+ * written@SNAP POOL works as zfs's; for the one dataset or snapshot named
+ * on the command line without -r or -d it stays the error that says why. */
 static int prop_get_walked(struct store_pool *p, const struct store_ds *ds, const char *name,
 			   const struct depthlim *lim, struct store_propval *v,
 			   struct store_prop_memo *m)
