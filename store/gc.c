@@ -524,13 +524,14 @@ static int move_live(struct gc *g, struct gcout *o, const struct packrow *k)
 	return 0;
 }
 
-/* Rewrites pack k when at least half of it (and 1 MiB) is garbage: its
- * live blocks are copied into the output pack and made durable, the
- * catalogue points at them in one transaction, then k's file goes.
- * Returns 0, 1 when the disk has no room for the copy (a rewrite only
- * moves blocks to free the rest of a pack: the packs then stay as they
- * are, and gc goes on without rewriting), or a negative error. */
-static int rewrite_pack(struct gc *g, struct gcout *o, const struct packrow *k)
+/* Rewrites pack k when at least half of it (and 1 MiB) is garbage, or
+ * when merge is set (k is one of many small packs, below): its live
+ * blocks and node records are copied into the output pack and made
+ * durable, the catalogue points at them in one transaction, then k's
+ * file goes. Returns 0, 1 when the disk has no room for the copy (a
+ * rewrite only moves what is live: the packs then stay as they are, and
+ * gc goes on without rewriting), or a negative error. */
+static int rewrite_pack(struct gc *g, struct gcout *o, const struct packrow *k, int merge)
 {
 	char path[PATH_MAX];
 	struct stat sb;
@@ -538,8 +539,8 @@ static int rewrite_pack(struct gc *g, struct gcout *o, const struct packrow *k)
 	pack_path(g->p, k->name, path, sizeof path);
 	uint64_t size = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
 	uint64_t live = k->live + k->nlive;
-	if (size < PACK_HDR_LEN + live || size - PACK_HDR_LEN - live < ((uint64_t)1 << 20) ||
-	    live * 2 > size)
+	if (!merge && (size < PACK_HDR_LEN + live ||
+		       size - PACK_HDR_LEN - live < ((uint64_t)1 << 20) || live * 2 > size))
 		return 0;
 	if ((r = move_live(g, o, k)) == -FERR_NOSPC) {
 		ferry_err_clear();
@@ -575,11 +576,29 @@ static void gcout_close(struct store_pool *p, struct gcout *o)
 	o->fd = -1;
 }
 
+/* Small packs: every commit writes a pack of its blocks and one of its
+ * nodes, a few KiB each for an hourly incremental, so a pool that takes
+ * one an hour gains some 17,000 files a year. Once there are
+ * GC_SMALL_MERGE packs under GC_SMALL_SIZE, gc merges every one of them
+ * into packs of up to PACK_TARGET_SIZE (what a merge leaves under
+ * GC_SMALL_SIZE is merged again with the next ones: a copy of at most
+ * that much per gc). Fewer, and they stay: a pool that got its data in
+ * one go has a handful. */
+#define GC_SMALL_SIZE ((uint64_t)1 << 20)
+#define GC_SMALL_MERGE 64
+
+/* 1 when pack k is a small pack with something live in it (a dead one is
+ * deleted, the newest checkpoint stays). */
+static int small_live(const struct packrow *k)
+{
+	return !k->keep && (k->live != 0 || k->nlive != 0) && k->size < GC_SMALL_SIZE;
+}
+
 static int sweep_packs(struct gc *g)
 {
 	struct packrow *v = NULL;
 	struct gcout o = {.fd = -1};
-	size_t n = 0;
+	size_t n = 0, nsmall = 0;
 	int r;
 	if ((r = list_packs(g->p, &v, &n)) < 0)
 		return r;
@@ -616,10 +635,13 @@ static int sweep_packs(struct gc *g)
 			g->pg.done += v[i].size;
 			gc_progress(g);
 		}
+	for (size_t i = 0; i < n; i++)
+		nsmall += (size_t)small_live(&v[i]);
 	for (size_t i = 0; i < n && r == 0; i++)
 		if (v[i].keep || v[i].live != 0 || v[i].nlive != 0) {
 			if (!v[i].keep) /* the newest checkpoint stays as it is */
-				r = rewrite_pack(g, &o, &v[i]);
+				r = rewrite_pack(g, &o, &v[i],
+						 nsmall >= GC_SMALL_MERGE && small_live(&v[i]));
 			g->pg.done += v[i].size;
 			gc_progress(g);
 		}
