@@ -528,7 +528,8 @@ static int move_live(struct gc *g, struct gcout *o, const struct packrow *k)
  * when merge is set (k is one of many small packs, below): its live
  * blocks and node records are copied into the output pack and made
  * durable, the catalogue points at them in one transaction, then k's
- * file goes. Returns 0, 1 when the disk has no room for the copy (a
+ * file goes. A pack shorter than what it holds is left alone (scrub
+ * reports it). Returns 0, 1 when the disk has no room for the copy (a
  * rewrite only moves what is live: the packs then stay as they are, and
  * gc goes on without rewriting), or a negative error. */
 static int rewrite_pack(struct gc *g, struct gcout *o, const struct packrow *k, int merge)
@@ -539,12 +540,19 @@ static int rewrite_pack(struct gc *g, struct gcout *o, const struct packrow *k, 
 	pack_path(g->p, k->name, path, sizeof path);
 	uint64_t size = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
 	uint64_t live = k->live + k->nlive;
-	if (!merge && (size < PACK_HDR_LEN + live ||
-		       size - PACK_HDR_LEN - live < ((uint64_t)1 << 20) || live * 2 > size))
+	if (size < PACK_HDR_LEN + live ||
+	    (!merge && (size - PACK_HDR_LEN - live < ((uint64_t)1 << 20) || live * 2 > size)))
 		return 0;
 	if ((r = move_live(g, o, k)) == -FERR_NOSPC) {
 		ferry_err_clear();
 		return 1;
+	}
+	/* A small pack merely merged that holds a damaged block stays as it
+	 * is, for scrub to report and repair: gc goes on without it (what
+	 * was copied of it is unindexed bytes in the output pack). */
+	if (merge && r == -FERR_CORRUPT) {
+		ferry_err_clear();
+		return 0;
 	}
 	if (r < 0 || (r = pack_unlink(g->p, k->name, 1)) < 0)
 		return r;

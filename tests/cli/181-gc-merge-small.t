@@ -105,6 +105,22 @@ like "$rc:$(cat "$T/out")" "^0:freed 0 blocks \(0B\), 0 nodes; packs: 0 deleted,
 	"the control, received from one send -R, gets as many small packs, merged alike"
 after_check bk ctl "34 incrementals, merged by gc"
 
+# ---- a damaged small pack stays, for scrub; the others are merged ----------------------
+reset
+dmg=$(sqlite3 "$W/bk/catalog.db" "SELECT k.name || ' ' || (b.offset + 48 + b.psize / 2) FROM blocks b
+	JOIN packs k ON k.id = b.pack_id ORDER BY b.id DESC LIMIT 1")
+python3 -c 'import sys
+f = open(sys.argv[1], "r+b"); o = int(sys.argv[2]); f.seek(o); b = f.read(1); f.seek(o)
+f.write(bytes([b[0] ^ 0x40]))' "$W/bk/packs/${dmg% *}" "${dmg#* }"
+run ferry gc -v bk
+like "$rc:$(cat "$T/out" "$T/err")" "^0:freed 0 blocks \(0B\), 0 nodes; packs: 0 deleted, 69 rewritten, 0 orphans removed$" \
+	"a block flipped in one small pack: gc merges the 69 others and exits 0"
+like "$([ -f "$W/bk/packs/${dmg% *}" ] && echo kept):$(packs bk)" "^kept:[23]$" "the damaged pack is left as it was"
+is "$(state bk)" "$(cat "$T/before")" "the figures, codecs and catalogue are as before"
+run ferry scrub bk
+is "$rc:$(grep -c 'Permanent errors' "$T/out"):$(grep -c "^ *bk/d@$N:/f" "$T/out")" "5:1:1" \
+	"scrub reports the damaged file (exit 5)"
+
 # ---- the merging gc under faults ----------------------------------------------------------
 # points C K: up to K hook points spread over 1..C
 points() {
