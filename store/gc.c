@@ -403,6 +403,8 @@ static int list_packs(struct store_pool *p, struct packrow **out, size_t *nout)
 		snprintf(v[n].name, sizeof v[n].name, "%s", (const char *)sqlite3_column_text(st, 1));
 		v[n].live = (uint64_t)sqlite3_column_int64(st, 2);
 		v[n].size = (uint64_t)sqlite3_column_int64(st, 3);
+		v[n].nlive = 0; /* counted by sweep_packs where it is needed */
+		v[n].keep = 0;
 		n++;
 	}
 	if (s != SQLITE_DONE)
