@@ -104,6 +104,11 @@ run ferry gc -v ctl
 like "$rc:$(cat "$T/out")" "^0:freed 0 blocks \(0B\), 0 nodes; packs: 0 deleted, 70 rewritten, 0 orphans removed$" \
 	"the control, received from one send -R, gets as many small packs, merged alike"
 after_check bk ctl "34 incrementals, merged by gc"
+# the captured pool against an lz4 control of the same snapshots
+ferry pool create -o compression=lz4 ctl-src "$W/ctl-src"
+ferry send -R "src/d@$N" | ferry recv ctl-src/d
+ferry gc ctl-src >/dev/null
+after_check src/d ctl-src/d "34 captured snapshots, merged by gc"
 
 # ---- a damaged small pack stays, for scrub; the others are merged ----------------------
 reset
@@ -179,4 +184,10 @@ for kind in write fsync rename unlink create alloc; do
 	done
 done
 is "$bad" 0 "$runs runs of the merging gc with a fault ($fails failed): one line or none, no crash, the pool intact, the next gc fine"
+# the last run's pool, after its next gc, against a control: every
+# snapshot, the figures and the blocks
+ferry pool create -o compression=gzip-7 ctl2 "$W/ctl2"
+ferry send -R "src/d@$N" | ferry recv ctl2/d
+ferry gc ctl2 >/dev/null
+after_check bk ctl2 "after the last run with a fault and the next gc"
 done_testing
