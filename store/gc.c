@@ -420,24 +420,36 @@ out:
 	return 0;
 }
 
-/* A pack without a live block: its row goes, then the file. */
-static int delete_dead(struct gc *g, const struct packrow *k)
+/* Packs without a live block, ks[0..nk): their rows go in one
+ * transaction, then their files, then one fsync of the directory (a
+ * crash before it leaves files the next gc removes as orphans). */
+static int delete_dead(struct gc *g, const struct packrow *const *ks, size_t nk)
 {
 	struct store_pool *p = g->p;
-	int r;
+	char dir[PATH_MAX];
+	int r = 0;
+	if (nk == 0)
+		return 0;
 	if ((r = store_tx_begin(p)) < 0)
 		return r;
-	if ((r = cat_exec_i64(p, "DELETE FROM packs WHERE id = ?", k->id)) < 0) {
+	for (size_t i = 0; i < nk && r == 0; i++)
+		r = cat_exec_i64(p, "DELETE FROM packs WHERE id = ?", ks[i]->id);
+	if (r < 0) {
 		store_tx_rollback(p);
 		return r;
 	}
-	if ((r = store_tx_commit(p)) < 0 || (r = pack_unlink(p, k->name, 1)) < 0)
+	if ((r = store_tx_commit(p)) < 0)
 		return r;
-	/* an old checkpoint's pack is the records' bookkeeping, not data:
-	 * "packs deleted" stays the count of data packs */
-	if (k->name[0] != 'r')
-		g->st->packs_deleted++;
-	return 0;
+	for (size_t i = 0; i < nk && r == 0; i++) {
+		if ((r = pack_unlink(p, ks[i]->name, 0)) < 0)
+			break;
+		/* an old checkpoint's pack is the records' bookkeeping, not
+		 * data: "packs deleted" stays the count of data packs */
+		if (ks[i]->name[0] != 'r')
+			g->st->packs_deleted++;
+	}
+	snprintf(dir, sizeof dir, "%s/%s", p->path, PACK_DIR);
+	return r < 0 ? r : io_fsync_dir(dir);
 }
 
 /* Inside the rewrite's transaction: the output pack's row (made or
@@ -526,15 +538,14 @@ static int move_live(struct gc *g, struct gcout *o, const struct packrow *k)
 	return 0;
 }
 
-/* Rewrites pack k when at least half of it (and 1 MiB) is garbage, or
- * when merge is set (k is one of many small packs, below): its live
- * blocks and node records are copied into the output pack and made
+/* Rewrites pack k when at least half of it (and 1 MiB) is garbage: its
+ * live blocks and node records are copied into the output pack and made
  * durable, the catalogue points at them in one transaction, then k's
  * file goes. A pack shorter than what it holds is left alone (scrub
  * reports it). Returns 0, 1 when the disk has no room for the copy (a
  * rewrite only moves what is live: the packs then stay as they are, and
  * gc goes on without rewriting), or a negative error. */
-static int rewrite_pack(struct gc *g, struct gcout *o, const struct packrow *k, int merge)
+static int rewrite_pack(struct gc *g, struct gcout *o, const struct packrow *k)
 {
 	char path[PATH_MAX];
 	struct stat sb;
@@ -542,19 +553,12 @@ static int rewrite_pack(struct gc *g, struct gcout *o, const struct packrow *k, 
 	pack_path(g->p, k->name, path, sizeof path);
 	uint64_t size = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
 	uint64_t live = k->live + k->nlive;
-	if (size < PACK_HDR_LEN + live ||
-	    (!merge && (size - PACK_HDR_LEN - live < ((uint64_t)1 << 20) || live * 2 > size)))
+	if (size < PACK_HDR_LEN + live || size - PACK_HDR_LEN - live < ((uint64_t)1 << 20) ||
+	    live * 2 > size)
 		return 0;
 	if ((r = move_live(g, o, k)) == -FERR_NOSPC) {
 		ferry_err_clear();
 		return 1;
-	}
-	/* A small pack merely merged that holds a damaged block stays as it
-	 * is, for scrub to report and repair: gc goes on without it (what
-	 * was copied of it is unindexed bytes in the output pack). */
-	if (merge && r == -FERR_CORRUPT) {
-		ferry_err_clear();
-		return 0;
 	}
 	if (r < 0 || (r = pack_unlink(g->p, k->name, 1)) < 0)
 		return r;
@@ -593,15 +597,99 @@ static void gcout_close(struct store_pool *p, struct gcout *o)
  * into packs of up to PACK_TARGET_SIZE (what a merge leaves under
  * GC_SMALL_SIZE is merged again with the next ones: a copy of at most
  * that much per gc). Fewer, and they stay: a pool that got its data in
- * one go has a handful. */
+ * one go has a handful. They are merged GC_MERGE_BATCH at a time (or
+ * GC_MERGE_BYTES of them, whichever comes first): one fsync of the
+ * output, one transaction and one fsync of the directory for the lot,
+ * where a pack at a time cost three fsyncs a pack. Dead packs (an hourly
+ * pool's old checkpoints) go GC_MERGE_BATCH at a time likewise. */
 #define GC_SMALL_SIZE ((uint64_t)1 << 20)
 #define GC_SMALL_MERGE 64
+#define GC_MERGE_BATCH 64
+#define GC_MERGE_BYTES ((uint64_t)8 << 20)
 
 /* 1 when pack k is a small pack with something live in it (a dead one is
  * deleted, the newest checkpoint stays). */
 static int small_live(const struct packrow *k)
 {
 	return !k->keep && (k->live != 0 || k->nlive != 0) && k->size < GC_SMALL_SIZE;
+}
+
+/* Merges the small packs ks[0..nk) into the output pack (see above):
+ * the live blocks and node records of each are copied and checked, the
+ * output made durable, the catalogue pointed at all of them in one
+ * transaction, then their files go. A pack that holds a damaged block,
+ * or is shorter than what it holds, stays for scrub (what was copied of
+ * it is unindexed bytes in the output). Returns 0, 1 when the disk has
+ * no room for the copy (rewrite_pack), or a negative error; on either
+ * of those nothing of the batch is committed, and gcout_close gives the
+ * output's bytes back. */
+static int merge_batch(struct gc *g, struct gcout *o, const struct packrow *const *ks, size_t nk)
+{
+	struct store_pool *p = g->p;
+	struct live *lv[GC_MERGE_BATCH] = {NULL};
+	size_t nlv[GC_MERGE_BATCH] = {0};
+	const struct packrow *done[GC_MERGE_BATCH];
+	size_t nd = 0;
+	char path[PATH_MAX], dir[PATH_MAX], what[64];
+	struct stat sb;
+	int r = 0;
+	if (nk == 0)
+		return 0;
+	if (nk > GC_MERGE_BATCH)
+		return ferry_err(FERR_LIMIT, "a merge of %zu packs at once", nk);
+	if (o->fd < 0 || o->size >= PACK_TARGET_SIZE) {
+		if (o->fd >= 0)
+			close(o->fd);
+		o->fd = -1;
+		if ((r = pack_create(p, &o->fd, o->name)) < 0)
+			return r;
+		o->size = PACK_HDR_LEN;
+		o->committed = 0;
+	}
+	for (size_t i = 0; i < nk && r == 0; i++) {
+		const struct packrow *k = ks[i];
+		pack_path(p, k->name, path, sizeof path);
+		uint64_t size = stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+		if (size < PACK_HDR_LEN + k->live + k->nlive)
+			continue;
+		uint64_t nb;
+		if ((r = copy_live(g, k->id, k->name, o->fd, &o->size, &lv[nd], &nlv[nd])) == 0 &&
+		    (r = node_recs(g, k->name, o->fd, &o->size, &nb)) < 0) {
+			free(lv[nd]);
+			lv[nd] = NULL;
+		}
+		if (r == -FERR_CORRUPT) {
+			ferry_err_clear();
+			r = 0;
+		} else if (r == 0) {
+			done[nd++] = k;
+		}
+	}
+	snprintf(dir, sizeof dir, "%s/%s", p->path, PACK_DIR);
+	snprintf(what, sizeof what, "pack '%s'", o->name);
+	if (r == 0 && nd > 0 && (r = io_fsync(o->fd, what)) == 0 && (r = io_fsync_dir(dir)) == 0 &&
+	    (r = store_tx_begin(p)) == 0) {
+		for (size_t i = 0; i < nd && r == 0; i++)
+			r = repoint_blocks(p, o, done[i], lv[i], nlv[i]);
+		if (r < 0)
+			store_tx_rollback(p);
+		else if ((r = store_tx_commit(p)) == 0)
+			o->committed = o->size;
+	}
+	for (size_t i = 0; i < nd; i++)
+		free(lv[i]);
+	if (r == -FERR_NOSPC) {
+		ferry_err_clear();
+		return 1;
+	}
+	if (r < 0 || nd == 0)
+		return r;
+	for (size_t i = 0; i < nd && r == 0; i++)
+		if ((r = pack_unlink(p, done[i]->name, 0)) == 0)
+			g->st->packs_rewritten++;
+	if (r == 0)
+		r = io_fsync_dir(dir);
+	return r;
 }
 
 static int sweep_packs(struct gc *g)
@@ -639,22 +727,40 @@ static int sweep_packs(struct gc *g)
 	r = tx_end(g, r);
 	/* Dead packs first: deleting them frees space without writing any,
 	 * so on a full disk the rewrites below may then find room. */
-	for (size_t i = 0; i < n && r == 0; i++)
-		if (!v[i].keep && v[i].live == 0 && v[i].nlive == 0) {
-			r = delete_dead(g, &v[i]);
-			g->pg.done += v[i].size;
+	const struct packrow *batch[GC_MERGE_BATCH];
+	size_t nb = 0;
+	for (size_t i = 0; i <= n && r == 0; i++) {
+		if (i < n && !v[i].keep && v[i].live == 0 && v[i].nlive == 0)
+			batch[nb++] = &v[i];
+		if (nb > 0 && (nb == GC_MERGE_BATCH || i == n)) {
+			r = delete_dead(g, batch, nb);
+			for (size_t j = 0; j < nb; j++)
+				g->pg.done += batch[j]->size;
+			nb = 0;
 			gc_progress(g);
 		}
+	}
 	for (size_t i = 0; i < n; i++)
 		nsmall += (size_t)small_live(&v[i]);
+	uint64_t bbytes = 0;
 	for (size_t i = 0; i < n && r == 0; i++)
 		if (v[i].keep || v[i].live != 0 || v[i].nlive != 0) {
-			if (!v[i].keep) /* the newest checkpoint stays as it is */
-				r = rewrite_pack(g, &o, &v[i],
-						 nsmall >= GC_SMALL_MERGE && small_live(&v[i]));
+			if (nsmall >= GC_SMALL_MERGE && small_live(&v[i])) {
+				batch[nb++] = &v[i];
+				bbytes += v[i].live + v[i].nlive;
+				if (nb == GC_MERGE_BATCH || bbytes >= GC_MERGE_BYTES) {
+					r = merge_batch(g, &o, batch, nb);
+					nb = 0;
+					bbytes = 0;
+				}
+			} else if (!v[i].keep) { /* the newest checkpoint stays as it is */
+				r = rewrite_pack(g, &o, &v[i]);
+			}
 			g->pg.done += v[i].size;
 			gc_progress(g);
 		}
+	if (r == 0)
+		r = merge_batch(g, &o, batch, nb);
 	gcout_close(g->p, &o); /* the output pack of a rewrite that failed goes */
 	free(v);
 	return r < 0 ? r : 0;

@@ -4,7 +4,7 @@
 # incremental. Once a pool holds 64 or more packs under 1 MiB with something
 # live in them, gc copies what is live in each into packs of up to 64 MiB:
 # copied and fsynced, then the catalogue pointed at the copy, then the old
-# file unlinked. Fewer stay as they are. A cron-style pool of 34
+# files unlinked, up to 64 packs at a time. Fewer stay as they are. A cron-style pool of 34
 # incrementals (70 such packs) is merged by its first gc and left alone by
 # its second, its figures unchanged and every snapshot restoring identical to
 # a control's; a captured pool likewise; a pool of 10 incrementals is not
@@ -140,6 +140,12 @@ reset
 rm -f "$T/count"
 FERRY_FAULT=count FERRY_FAULT_COUNT="$T/count" "$FB" gc bk >/dev/null 2>"$T/err"
 like "$?:$(packs bk)" "^0:[12]$" "the fault build's clean gc merges ($(cat "$T/count"))"
+# batched: one fsync of the output, one transaction and one of the
+# directory for up to 64 packs, dead packs likewise (a pack at a time
+# took 355 fsyncs here)
+f=$(sed -n 's/.*\bfsync=\([0-9]*\).*/\1/p' "$T/count")
+[ "${f:-0}" -gt 0 ] && [ "$f" -lt $((n0 / 2)) ] && ok "the merge of $n0 packs is batched: $f fsyncs" ||
+	not_ok "the merge of $n0 packs took ${f:-no} fsyncs (fewer than $((n0 / 2)) wanted)"
 runs=0 bad=0 fails=0
 for kind in write fsync rename unlink create alloc; do
 	c=$(sed -n "s/.*\\b$kind=\\([0-9]*\\).*/\\1/p" "$T/count")
