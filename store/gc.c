@@ -495,6 +495,25 @@ static int repoint_blocks(struct store_pool *p, const struct gcout *o, const str
 	return cat_exec_i64(p, "DELETE FROM packs WHERE id = ?", k->id);
 }
 
+/* The output pack ready for more: a new one when there is none yet or
+ * the one open has reached PACK_TARGET_SIZE. Bytes of the old one past
+ * what was committed (a damaged pack's partial copy) are nobody's; a
+ * pack never committed is an orphan the next gc removes. */
+static int gcout_open(struct store_pool *p, struct gcout *o)
+{
+	int r;
+	if (o->fd >= 0 && o->size < PACK_TARGET_SIZE)
+		return 0;
+	if (o->fd >= 0)
+		close(o->fd);
+	o->fd = -1;
+	if ((r = pack_create(p, &o->fd, o->name)) < 0)
+		return r;
+	o->size = PACK_HDR_LEN;
+	o->committed = 0;
+	return 0;
+}
+
 /* The copy and the commit of rewrite_pack. */
 static int move_live(struct gc *g, struct gcout *o, const struct packrow *k)
 {
@@ -503,15 +522,8 @@ static int move_live(struct gc *g, struct gcout *o, const struct packrow *k)
 	struct live *lv = NULL;
 	size_t nlv = 0;
 	int r;
-	if (o->fd < 0 || o->size >= PACK_TARGET_SIZE) {
-		if (o->fd >= 0)
-			close(o->fd);
-		o->fd = -1;
-		if ((r = pack_create(p, &o->fd, o->name)) < 0)
-			return r;
-		o->size = PACK_HDR_LEN;
-		o->committed = 0;
-	}
+	if ((r = gcout_open(p, o)) < 0)
+		return r;
 	uint64_t nb;
 	if ((r = copy_live(g, k->id, k->name, o->fd, &o->size, &lv, &nlv)) < 0)
 		return r;
@@ -637,15 +649,8 @@ static int merge_batch(struct gc *g, struct gcout *o, const struct packrow *cons
 		return 0;
 	if (nk > GC_MERGE_BATCH)
 		return ferry_err(FERR_LIMIT, "a merge of %zu packs at once", nk);
-	if (o->fd < 0 || o->size >= PACK_TARGET_SIZE) {
-		if (o->fd >= 0)
-			close(o->fd);
-		o->fd = -1;
-		if ((r = pack_create(p, &o->fd, o->name)) < 0)
-			return r;
-		o->size = PACK_HDR_LEN;
-		o->committed = 0;
-	}
+	if ((r = gcout_open(p, o)) < 0)
+		return r;
 	for (size_t i = 0; i < nk && r == 0; i++) {
 		const struct packrow *k = ks[i];
 		pack_path(p, k->name, path, sizeof path);
