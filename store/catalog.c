@@ -342,6 +342,18 @@ int cat_meta_get(struct store_pool *p, const char *key, char *buf, size_t n)
 	return r;
 }
 
+int cat_meta_get_opt(struct store_pool *p, const char *key, char *buf, size_t n)
+{
+	int r = cat_meta_get(p, key, buf, n);
+	if (r == -FERR_NOENT) {
+		ferry_err_clear();
+		if (n)
+			buf[0] = 0;
+		return 1;
+	}
+	return r;
+}
+
 int cat_meta_set(struct store_pool *p, const char *key, const char *value)
 {
 	sqlite3_stmt *st = NULL;

@@ -715,8 +715,10 @@ static int sweep_packs(struct gc *g)
 	 * delete or rewrite for its dead blocks keeps its live node records,
 	 * which count as live bytes and move with the live blocks. */
 	char keep[64] = "";
-	if (g->p->records && cat_meta_get(g->p, "rec_pack", keep, sizeof keep) < 0)
-		ferry_err_clear(); /* none yet */
+	if (g->p->records && (r = cat_meta_get_opt(g->p, "rec_pack", keep, sizeof keep)) < 0) {
+		free(v); /* (not "none yet": the newest checkpoint would go as dead) */
+		return r;
+	}
 	/* One read transaction for the count: each lookup outside one took
 	 * and gave back the WAL's read lock, 45 % of a gc of 100,000 files
 	 * (gc excludes writers, so it reads what per-lookup reads would) */

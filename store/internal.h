@@ -101,7 +101,14 @@ int cat_prepare(struct store_pool *p, const char *sql, sqlite3_stmt **st) FERRY_
 int cat_exec_i64(struct store_pool *p, const char *sql, int64_t v) FERRY_WUR;
 /* Creates the schema in a new catalogue. */
 int cat_schema_create(struct store_pool *p) FERRY_WUR;
+/* The meta row key into buf (n bytes, cut to fit): 0, -FERR_NOENT when
+ * there is none, or another negative error (no memory, I/O). */
 int cat_meta_get(struct store_pool *p, const char *key, char *buf, size_t n) FERRY_WUR;
+/* As cat_meta_get, but a missing row is 1 with buf "" and no error set:
+ * for keys a pool may not have yet. Any other failure is returned, never
+ * taken for "none" (a caller that took it so once deleted the newest
+ * checkpoint as an orphan when an allocation failed). */
+int cat_meta_get_opt(struct store_pool *p, const char *key, char *buf, size_t n) FERRY_WUR;
 int cat_meta_set(struct store_pool *p, const char *key, const char *value) FERRY_WUR;
 /* Bumps and returns the pool's transaction group counter (inside a tx). */
 int cat_next_txg(struct store_pool *p, uint64_t *txg) FERRY_WUR;

@@ -357,9 +357,11 @@ int rec_checkpoint(struct store_pool *p)
 		goto out; /* the state this transaction leaves is the last checkpoint's */
 	ferry_err_clear();
 	uint64_t seq = 1;
-	if (cat_meta_get(p, "rec_seq", buf, sizeof buf) == 0)
+	if ((r = cat_meta_get_opt(p, "rec_seq", buf, sizeof buf)) < 0)
+		goto out; /* (not "the first": seq 1 would name an old checkpoint) */
+	if (r == 0)
 		seq = strtoull(buf, NULL, 10) + 1;
-	ferry_err_clear();
+	r = 0;
 	size_t tail = pack_tail_new(p);
 	if ((r = fbuf_reserve(&out, tail)) < 0)
 		goto out;

@@ -461,8 +461,8 @@ int store_scrub_records(struct store_pool *p, int deep, store_scrub_err_fn fn, v
 	*count = *bytes = 0;
 	if (!p->records)
 		return 0;
-	if (cat_meta_get(p, "rec_pack", rs.rec_pack, sizeof rs.rec_pack) < 0)
-		ferry_err_clear(); /* none yet */
+	if ((r = cat_meta_get_opt(p, "rec_pack", rs.rec_pack, sizeof rs.rec_pack)) < 0)
+		goto out; /* (1: none yet) */
 	/* no gc meanwhile: it deletes and rewrites packs */
 	if ((r = pack_lock(p, 0, &lock)) < 0)
 		goto out;
