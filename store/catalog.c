@@ -477,21 +477,34 @@ void store_read_end(struct store_pool *p)
 
 int store_tx_commit(struct store_pool *p)
 {
-	int r;
+	int r = 0;
 	if (p->tx_depth <= 0)
 		return ferry_err(FERR_INVAL, "commit without a transaction");
-	if (--p->tx_depth > 0)
+	if (p->tx_depth > 1) {
+		p->tx_depth--;
 		return 0;
+	}
+	/* The checkpoint's statements run while the transaction still counts
+	 * as open (depth 1), so the hooks guard them as they guard the rest:
+	 * should SQLite roll back after one of them fails, the ones after it
+	 * cannot commit one by one. At depth 0 they once did: the checkpoint's
+	 * row committed alone, naming a file the failed commit then removed
+	 * (62-faults, destroy -r, an allocation failing in the checkpoint). */
+	if (!p->tx_failed)
+		r = rec_checkpoint(p);
+	p->tx_depth = 0; /* COMMIT's own commit is the one the hook lets by */
 	if (p->tx_failed) {
+		/* (a checkpoint statement's own error, after SQLite's rollback,
+		 * is the commit hook's refusal: this says what happened) */
+		ferry_err_clear();
 		if (p->tx_lost)
 			r = ferry_err(FERR_CATALOG, "pool '%s': the catalogue rolled back a transaction "
 				      "after a failed statement; nothing of it was kept", p->name);
 		else
 			r = ferry_err(FERR_CATALOG, "transaction aborted by an earlier error");
-		tx_leave_after_error(p);
-	} else if ((r = rec_checkpoint(p)) < 0 || (r = cat_exec(p, "COMMIT")) < 0) {
-		tx_leave_after_error(p);
 	}
+	if (r < 0 || (r = cat_exec(p, "COMMIT")) < 0)
+		tx_leave_after_error(p);
 	pack_tx_end(p, r == 0);
 	act_end(p);
 	return r;

@@ -649,7 +649,11 @@ static int merge_batch(struct gc *g, struct gcout *o, const struct packrow *cons
 		return 0;
 	if (nk > GC_MERGE_BATCH)
 		return ferry_err(FERR_LIMIT, "a merge of %zu packs at once", nk);
-	if ((r = gcout_open(p, o)) < 0)
+	if ((r = gcout_open(p, o)) == -FERR_NOSPC) {
+		ferry_err_clear();
+		return 1;
+	}
+	if (r < 0)
 		return r;
 	for (size_t i = 0; i < nk && r == 0; i++) {
 		const struct packrow *k = ks[i];

@@ -353,9 +353,10 @@ int rec_checkpoint(struct store_pool *p)
 	size_t plen = out.len - PACK_HDR_LEN - PACK_CAT_HDR_LEN;
 	hash_blake2b(h, out.data + PACK_HDR_LEN + PACK_CAT_HDR_LEN, plen);
 	hash_to_hex(h, hex);
-	if ((r = cat_meta_get(p, "rec_state", last, sizeof last)) == 0 && !strcmp(last, hex))
+	if ((r = cat_meta_get_opt(p, "rec_state", last, sizeof last)) < 0)
+		goto out; /* (SQLite may have rolled the transaction back) */
+	if (r == 0 && !strcmp(last, hex))
 		goto out; /* the state this transaction leaves is the last checkpoint's */
-	ferry_err_clear();
 	uint64_t seq = 1;
 	if ((r = cat_meta_get_opt(p, "rec_seq", buf, sizeof buf)) < 0)
 		goto out; /* (not "the first": seq 1 would name an old checkpoint) */
