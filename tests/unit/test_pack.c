@@ -72,19 +72,26 @@ static void make_root(struct store_writer *w, uint8_t root[FERRY_HASH_LEN])
 	fbuf_release(&f);
 }
 
-static size_t count_packs(void)
+/* The pool's data and node packs, or with checkpoints set its
+ * checkpoints' packs (r<seq>.pack, one per change of the catalogue's
+ * state, records.c). */
+static size_t count_files(int checkpoints)
 {
 	char path[600];
 	snprintf(path, sizeof path, "%s/tank/packs", tmpdir);
 	DIR *d = opendir(path);
 	struct dirent *de;
 	size_t n = 0;
-	/* data and node packs; a checkpoint's pack (r<seq>.pack, one per
-	 * change of the catalogue's state, records.c) is not counted */
 	while ((de = readdir(d)))
-		n += de->d_name[0] != '.' && de->d_name[0] != 'r';
+		if (de->d_name[0] != '.')
+			n += (de->d_name[0] == 'r') == !!checkpoints;
 	closedir(d);
 	return n;
+}
+
+static size_t count_packs(void)
+{
+	return count_files(0);
 }
 
 static void test_prepare_rule(void **state)
@@ -583,18 +590,9 @@ static void test_lost_rollbacks(void **state)
 	ferry_err_clear();
 }
 
-/* Checkpoint packs (r<seq>.pack) in the pool's directory. */
 static size_t count_checkpoints(void)
 {
-	char path[600];
-	snprintf(path, sizeof path, "%s/tank/packs", tmpdir);
-	DIR *d = opendir(path);
-	struct dirent *de;
-	size_t n = 0;
-	while ((de = readdir(d)))
-		n += de->d_name[0] == 'r';
-	closedir(d);
-	return n;
+	return count_files(1);
 }
 
 static int scrub_err_ignore(void *arg, const struct store_scrub_err *e)
