@@ -187,16 +187,16 @@ static int orphans_walk(struct store_pool *p, int quiesced, pack_orphan_fn fn, v
 	 * file of a committed seq is one (a kill left it). */
 	char seqbuf[32];
 	uint64_t committed = 0;
-	if (p->records && (r = cat_meta_get_opt(p, "rec_seq", seqbuf, sizeof seqbuf)) < 0) {
+	int m = p->records ? cat_meta_get_opt(p, "rec_seq", seqbuf, sizeof seqbuf) : 1;
+	if (m < 0) {
 		/* not "no checkpoint yet": every checkpoint would then look
 		 * past the committed one, and a quiesced walk remove them */
 		sqlite3_finalize(st);
 		closedir(d);
-		return r;
+		return m;
 	}
-	if (r == 0)
+	if (m == 0)
 		committed = strtoull(seqbuf, NULL, 10);
-	r = 0;
 	struct dirent *de;
 	while (r == 0 && (de = readdir(d))) {
 		uint64_t ts = rec_name_seq(de->d_name, 1);
