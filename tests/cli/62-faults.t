@@ -15,10 +15,15 @@
 # FAULT_PATHS (names, space separated) limits the paths; FAULT_KEEP=DIR
 # keeps a copy of the test directory at the first run that leaves a pool
 # changed, to look at; FAULT_VERBOSE=1 shows every run's outcome.
+# Then what a user does next, after every FAULT_AFTER-th run (default 3;
+# 1 after each, as make torture-faults does; 0 never): gc, every partial
+# receive resumed, gc again, must succeed and take the pool where the same
+# steps take the state it was left in, every snapshot restoring identical.
 . "$(dirname "$0")/lib.sh"
 TREECMP="$FERRY_TOOLS/treecmp"
 FB=${FERRY_FAULT_BIN:-$FERRY_SRC/build-fault/ferry}
 POINTS=${FAULT_POINTS:-6}
+AFTER=${FAULT_AFTER:-3}
 APOINTS=${FAULT_ALLOC_POINTS:-$POINTS}
 if [ ! -x "$FB" ]; then
 	_n=$((_n + 1)); echo "ok $_n # skip no fault build at $FB (make BUILD=build-fault FAULT=1)"
@@ -138,6 +143,28 @@ same_snaps() {
 		"$TREECMP" "$2/$_d" "$1/$_d" >/dev/null 2>&1 || { echo "$_d differs"; return 1; }
 	done
 }
+# finish POOL: what a user does next, with the release binary: gc, then
+# every partial receive resumed from its token, then gc again. Prints
+# what went wrong, if anything; the pool's state then goes to "$T/fin".
+# (A fault that leaves a pool "as before" or "as after" in every figure
+# can still leave what the next gc misreads: a resumed receive once lost
+# its blocks there.)
+finish() {
+	"$FERRY" gc "$1" >/dev/null 2>"$T/ferr" || echo "gc fails: $(head -c 200 "$T/ferr")"
+	if [ "$1" = fr ]; then
+		for _d in fr/s fr/t; do
+			_tok=$("$FERRY" get -H -o value receive_resume_token "$_d" 2>/dev/null)
+			case "$_tok" in 1-*) ;; *) continue ;; esac
+			{ "$FERRY" send -t "$_tok" | "$FERRY" recv -s "$_d"; } >/dev/null 2>"$T/ferr" ||
+				echo "$_d does not resume after gc: $(head -c 200 "$T/ferr")"
+		done
+		"$FERRY" gc "$1" >/dev/null 2>"$T/ferr" || echo "the second gc fails: $(head -c 200 "$T/ferr")"
+	fi
+	_sc=$skip_codecs
+	skip_codecs=0
+	state "$1" >"$T/fin"
+	skip_codecs=$_sc
+}
 # points C K: up to K hook points spread over 1..C, or all of them
 points() {
 	if [ "$2" = all ] || [ "$1" -le "$2" ]; then seq 1 "$1"; return; fi
@@ -167,6 +194,14 @@ for name in $(printf '%s\n' "$paths" | cut -f1); do
 	reset
 	state "$pool" >"$T/before"
 	snaps "$pool" "$T/ref-before"
+	if [ "$AFTER" -gt 0 ] && [ "$pool" != np ]; then
+		finish "$pool" >"$T/why"
+		is "$(cat "$T/why")" "" "$name: gc and resume from the starting state"
+		cp "$T/fin" "$T/fin-before"
+		snaps "$pool" "$T/fref-before"
+		is "$(cat "$T/fref-before.err" 2>/dev/null)" "" "$name: then every snapshot restores"
+		reset
+	fi
 	rm -f "$T/count"
 	FERRY_FAULT=count FERRY_FAULT_COUNT="$T/count" cmd "$name" "$FB"
 	clean=$?
@@ -181,6 +216,13 @@ for name in $(printf '%s\n' "$paths" | cut -f1); do
 	want=0
 	[ "$name" = recv-s-cut ] && want=1 # it is cut: it fails, keeping a partial state
 	is "$clean" "$want" "$name: the clean run exits $want ($(cat "$T/count"))"
+	if [ "$AFTER" -gt 0 ] && [ "$pool" != np ]; then
+		finish "$pool" >"$T/why"
+		is "$(cat "$T/why")" "" "$name: gc and resume after the clean run"
+		cp "$T/fin" "$T/fin-after"
+		snaps "$pool" "$T/fref-after"
+		is "$(cat "$T/fref-after.err" 2>/dev/null)" "" "$name: then every snapshot restores"
+	fi
 	bad=0 badstate=0 runs=0 fails=0
 	for kind in write fsync rename unlink create alloc; do
 		c=$(sed -n "s/.*\\b$kind=\\([0-9]*\\).*/\\1/p" "$T/count")
@@ -258,6 +300,19 @@ for name in $(printf '%s\n' "$paths" | cut -f1); do
 			snaps "$pool" "$T/got"
 			if ! same_snaps "$T/got" "$ref" >"$T/why"; then
 				badstate=$((badstate + 1)); diag "$what: snapshots do not restore identical: $(head -3 "$T/why")"
+			fi
+			if [ "$AFTER" -gt 0 ] && [ $((runs % AFTER)) = 0 ] && [ "$pool" != np ]; then
+				# then gc, resume, gc: where the same steps took the
+				# state the run ended in (before or after)
+				finish "$pool" >"$T/why"
+				[ -s "$T/why" ] && { badstate=$((badstate + 1)); diag "$what: then $(head -1 "$T/why")"; continue; }
+				fref=$(echo "$ref" | sed 's|/ref-|/fref-|')
+				fin=$(echo "$ref" | sed 's|/ref-|/fin-|')
+				cmp -s "$T/fin" "$fin" ||
+					{ badstate=$((badstate + 1)); diag "$what: after gc and resume, the pool is not where the same steps take it:" "$(diff "$fin" "$T/fin" | head -6)"; continue; }
+				snaps "$pool" "$T/got"
+				same_snaps "$T/got" "$fref" >"$T/why" ||
+					{ badstate=$((badstate + 1)); diag "$what: after gc and resume, snapshots do not restore identical: $(head -3 "$T/why")"; }
 			fi
 			if [ "$name" = gc ] && [ "$rc" = 1 ]; then
 				# a failed gc may have committed some of its steps (and
