@@ -87,6 +87,10 @@ echo b >>"$S/x/t"
 ferry snapshot fs/x@3
 echo c >"$S/x/n"
 ferry snapshot fs/x@4
+# a replica of fs/x at @2, and a stream from @1 that -F takes it to
+ferry send fs/x@1 | ferry recv fr/f
+ferry send -i @1 fs/x@2 | ferry recv fr/f
+ferry send -i @1 fs/x@3 >"$T/s-force"
 cp -a "$W" "$T/w0"
 # (without their reserves, 1/32 of this filesystem: a copy each run would
 # cost more than the run; every command that writes makes it again)
@@ -113,6 +117,9 @@ create	fp	create -o compression=lz4 fp/new
 pool-create	np	pool create np NP
 sync	fs fb	sync fs/x fb/x
 prune	fs	prune --keep-last 1 fs/x
+recv-F	fr	recv -F fr/f <s-force
+rename	fp	rename fp/a fp/z
+hold	fp	hold -r t fp/a@1
 '
 # cmd NAME BIN: runs path NAME's command with BIN (stdout discarded)
 cmd() {
