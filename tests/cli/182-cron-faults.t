@@ -114,7 +114,7 @@ step() {
 }
 
 # blob H: the bytes of file blob from hour H on
-blob() { python3 -c 'import random, sys; sys.stdout.buffer.write(random.Random(int(sys.argv[1])).randbytes(600000))' "$1"; }
+blob() { python3 "$FERRY_SRC/tests/cli/hour_trees.py" blob "$1"; }
 t0=$(date +%s)
 snapbad=0 partials=0 gcbad=0
 while read -r plan_h now cmd plan_f plan_cut; do
@@ -180,34 +180,8 @@ is "$(ferry holds -H "$newest" | cut -f2)" "ferry-sync:$DEST" "which is the sour
 
 # every snapshot on both sides restores as the source was at its hour
 ferry list -H -t snapshot -o name tank/home bk/host1/home >"$T/kept"
-python3 - "$T/kept" "$TS/e" "$W/src/big" <<'EOF'
-import datetime, os, random, shutil, sys
-for line in open(sys.argv[1]):
-    name = line.strip()
-    t = datetime.datetime.strptime(name.split("@auto-")[1], "%Y%m%dT%H%M%SZ")
-    h = int((t - datetime.datetime(2024, 1, 1)).total_seconds() // 3600)
-    d = os.path.join(sys.argv[2], name.replace("/", "_"))
-    os.makedirs(d)
-    for k in range(8):
-        last = None
-        for j in range(h, -1, -1):
-            if (j % 5 == k) if k < 5 else (j % 3 == k - 5):
-                last = j
-                break
-        text = ("hour %d%s\n" % (last, "" if k < 5 else " padded")) if last is not None else "init %d\n" % k
-        open(os.path.join(d, "f%d" % k), "w").write(text)
-    shutil.copyfile(sys.argv[3], os.path.join(d, "big"))
-    open(os.path.join(d, "blob"), "wb").write(random.Random(h - h % 8).randbytes(600000))
-EOF
-bad=0 checked=0
-while IFS= read -r s; do
-	rm -rf "$TS/r"
-	if ! "$FERRY" restore "$s" "$TS/r" 2>"$T/err" </dev/null; then
-		bad=$((bad + 1)); diag "restore $s: $(cat "$T/err")"; continue
-	fi
-	diff -r "$TS/e/$(echo "$s" | tr / _)" "$TS/r" >"$T/err" 2>&1 || { bad=$((bad + 1)); diag "$s: $(head -2 "$T/err")"; }
-	checked=$((checked + 1))
-done <"$T/kept"
+python3 "$FERRY_SRC/tests/cli/hour_trees.py" trees "$T/kept" "$TS/e" "$W/src/big" blob
+restore_cmp "$T/kept" "$TS/e"
 is "$bad" 0 "all $checked snapshots on both sides restore as the source was at their hour"
 run ferry scrub tank
 is "$rc" 0 "scrub of the source finds nothing"

@@ -199,6 +199,16 @@ finish() {
 	state "$1" >"$T/fin"
 	skip_codecs=$_sc
 }
+# finish_ref WHICH DESC: finish from the clean state WHICH (before, after)
+# into $T/fin-WHICH, its restores into $T/fref-WHICH: what a faulted run's
+# finish is compared with
+finish_ref() {
+	finish "$pool" >"$T/why"
+	is "$(cat "$T/why")" "" "$name: gc and resume $2"
+	cp "$T/fin" "$T/fin-$1"
+	snaps "$pool" "$T/fref-$1"
+	is "$(cat "$T/fref-$1.err" 2>/dev/null)" "" "$name: then every snapshot restores"
+}
 # points C K: up to K hook points spread over 1..C, or all of them
 points() {
 	if [ "$2" = all ] || [ "$1" -le "$2" ]; then seq 1 "$1"; return; fi
@@ -229,11 +239,7 @@ for name in $(printf '%s\n' "$paths" | cut -f1); do
 	state "$pool" >"$T/before"
 	snaps "$pool" "$T/ref-before"
 	if [ "$AFTER" -gt 0 ] && [ "$pool" != np ]; then
-		finish "$pool" >"$T/why"
-		is "$(cat "$T/why")" "" "$name: gc and resume from the starting state"
-		cp "$T/fin" "$T/fin-before"
-		snaps "$pool" "$T/fref-before"
-		is "$(cat "$T/fref-before.err" 2>/dev/null)" "" "$name: then every snapshot restores"
+		finish_ref before "from the starting state"
 		reset
 	fi
 	rm -f "$T/count"
@@ -251,11 +257,7 @@ for name in $(printf '%s\n' "$paths" | cut -f1); do
 	[ "$name" = recv-s-cut ] && want=1 # it is cut: it fails, keeping a partial state
 	is "$clean" "$want" "$name: the clean run exits $want ($(cat "$T/count"))"
 	if [ "$AFTER" -gt 0 ] && [ "$pool" != np ]; then
-		finish "$pool" >"$T/why"
-		is "$(cat "$T/why")" "" "$name: gc and resume after the clean run"
-		cp "$T/fin" "$T/fin-after"
-		snaps "$pool" "$T/fref-after"
-		is "$(cat "$T/fref-after.err" 2>/dev/null)" "" "$name: then every snapshot restores"
+		finish_ref after "after the clean run"
 	fi
 	bad=0 badstate=0 runs=0 fails=0
 	for kind in write fsync rename unlink create alloc; do

@@ -63,36 +63,10 @@ ferry gc tank >/dev/null
 ferry list -H -t snapshot -o name bk/host1/home >"$T/kept"
 n=$(wc -l <"$T/kept")
 [ "$n" -gt 60 ] && { shuf -n 40 --random-source="$T/hours" "$T/kept" >"$T/pick"; } || cp "$T/kept" "$T/pick"
-# the tree at hour H: f(k) holds the last hour j <= H with j mod 5 = k
-# (k < 5) or j mod 3 = k - 5 (k >= 5), else its first content; one
-# directory per picked snapshot under $TS/e
-python3 - "$T/pick" "$TS/e" "$W/src/big" <<'EOF2'
-import datetime, os, shutil, sys
-for line in open(sys.argv[1]):
-    name = line.strip()
-    t = datetime.datetime.strptime(name.split("@auto-")[1], "%Y%m%dT%H%M%SZ")
-    h = int((t - datetime.datetime(2024, 1, 1)).total_seconds() // 3600)
-    d = os.path.join(sys.argv[2], name.split("@")[1])
-    os.makedirs(d)
-    for k in range(8):
-        last = None
-        for j in range(h, -1, -1):
-            if (j % 5 == k) if k < 5 else (j % 3 == k - 5):
-                last = j
-                break
-        text = ("hour %d%s\n" % (last, "" if k < 5 else " padded")) if last is not None else "init %d\n" % k
-        open(os.path.join(d, "f%d" % k), "w").write(text)
-    shutil.copyfile(sys.argv[3], os.path.join(d, "big"))
-EOF2
-bad=0 checked=0
-while IFS= read -r s; do
-	rm -rf "$TS/r"
-	if ! "$FERRY" restore "$s" "$TS/r" 2>"$T/err" </dev/null; then
-		bad=$((bad + 1)); diag "restore $s: $(cat "$T/err")"; continue
-	fi
-	diff -r "$TS/e/${s#*@}" "$TS/r" >"$T/err" 2>&1 || { bad=$((bad + 1)); diag "$s: $(head -2 "$T/err")"; }
-	checked=$((checked + 1))
-done <"$T/pick"
+# the tree at hour H (tests/cli/hour_trees.py), one directory per
+# picked snapshot under $TS/e
+python3 "$FERRY_SRC/tests/cli/hour_trees.py" trees "$T/pick" "$TS/e" "$W/src/big"
+restore_cmp "$T/pick" "$TS/e"
 is "$bad" 0 "after gc, $checked kept backup snapshots (of $n) restore as the source was at their hour"
 [ "$checked" -ge 20 ] && ok "at least 20 spot-checked" || not_ok "at least 20 spot-checked ($checked)"
 done_testing

@@ -52,6 +52,23 @@ refused() {
 }
 done_testing() { echo "1..$_n"; [ "$_fails" -eq 0 ]; }
 
+# restore_cmp LIST DIR: restores each snapshot named in the file LIST and
+# compares it (diff -r) with the tree DIR/NAME (NAME with "/" as "_"):
+# sets bad (restores that failed or differ, each told by diag) and checked
+restore_cmp() {
+	bad=0 checked=0
+	while IFS= read -r _s; do
+		rm -rf "$TS/r"
+		if ! "$FERRY" restore "$_s" "$TS/r" 2>"$T/err" </dev/null; then
+			bad=$((bad + 1)); diag "restore $_s: $(cat "$T/err")"; continue
+		fi
+		diff -r "$2/$(echo "$_s" | tr / _)" "$TS/r" >"$T/err" 2>&1 ||
+			{ bad=$((bad + 1)); diag "$_s: $(head -2 "$T/err")"; }
+		checked=$((checked + 1))
+	done <"$1"
+	rm -rf "$TS/r"
+}
+
 # ---- after a write path: gc, restore everything, compare with a control ----
 # The figures compared: everything list shows of a dataset's or snapshot's
 # space and layout. Pool-level disk use (pool status "used", the pack
