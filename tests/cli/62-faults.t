@@ -15,7 +15,7 @@
 # FAULT_PATHS (names, space separated) limits the paths; FAULT_KEEP=DIR
 # keeps a copy of the test directory at the first run that leaves a pool
 # changed, to look at; FAULT_VERBOSE=1 shows every run's outcome.
-# Then what a user does next, after every FAULT_AFTER-th run (default 3;
+# Then what a user does next, after every FAULT_AFTER-th run (default 6;
 # 1 after each, as make torture-faults does; 0 never): gc, every partial
 # receive resumed, gc again, must succeed and take the pool where the same
 # steps take the state it was left in, every snapshot restoring identical.
@@ -23,7 +23,7 @@
 TREECMP="$FERRY_TOOLS/treecmp"
 FB=${FERRY_FAULT_BIN:-$FERRY_SRC/build-fault/ferry}
 POINTS=${FAULT_POINTS:-6}
-AFTER=${FAULT_AFTER:-3}
+AFTER=${FAULT_AFTER:-6}
 APOINTS=${FAULT_ALLOC_POINTS:-$POINTS}
 if [ ! -x "$FB" ]; then
 	_n=$((_n + 1)); echo "ok $_n # skip no fault build at $FB (make BUILD=build-fault FAULT=1)"
@@ -146,12 +146,15 @@ state1() {
 	[ "$skip_codecs" = 1 ] || "$FERRY" pool status "$1" 2>&1 | sed -n '/CODEC/,$p'
 	"$FERRY" get -H -r -o name,property,value,source all "$1" 2>&1 |
 		awk -F'\t' '$4 == "local" || $4 == "received" || $2 == "receive_resume_token"'
-	_s=$("$FERRY" list -H -r -t snapshot -o name "$1" 2>&1)
-	# shellcheck disable=SC2086
-	[ -z "$_s" ] || "$FERRY" holds -H $_s 2>&1 | cut -f1,2
-	echo "integrity: $(sqlite3 "$W/$1/catalog.db" "PRAGMA integrity_check" 2>&1)"
+	# the catalogue's integrity, the holds (dataset id, snapshot, tag) and
+	# the packs it knows, in one sqlite3
+	rm -f "$T/known"
+	sqlite3 "$W/$1/catalog.db" \
+		"SELECT 'integrity: ' || group_concat(integrity_check, ' ') FROM pragma_integrity_check" \
+		"SELECT 'hold', s.ds_id, s.name, h.tag FROM holds h JOIN snapshots s ON s.id = h.snap_id ORDER BY 2, 3, 4" \
+		".output $T/known" "SELECT name FROM packs ORDER BY name" 2>&1
+	[ -f "$T/known" ] || : >"$T/known"
 	ls "$W/$1/packs" | sort >"$T/files"
-	sqlite3 "$W/$1/catalog.db" "SELECT name FROM packs ORDER BY name" >"$T/known" 2>&1
 	# (a gc that could not unlink a pack leaves it for the next gc)
 	[ "$skip_codecs" = 1 ] || comm -23 "$T/files" "$T/known" | sed 's/^/unknown pack: /'
 	comm -13 "$T/files" "$T/known" | sed 's/^/missing pack: /'
